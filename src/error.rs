@@ -1,0 +1,75 @@
+//! The core's one error type. The bindings map each variant to a Python exception in one place.
+
+use arrow_schema::ArrowError;
+
+/// Every failure the core reports.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A parameter outside what zstd or the format accepts (level, window log, codec name...).
+    #[error("{0}")]
+    Parameter(String),
+    /// zstd or lz4 rejected the data being decompressed.
+    #[error("{0}")]
+    Corrupt(String),
+    /// A declared or produced size passes a caller's limit; refused before allocating.
+    #[error("{0}")]
+    Limit(String),
+    /// An allocation failed.
+    #[error("out of memory: {0}")]
+    Memory(String),
+    /// zstd failed while compressing (an internal error, not bad input).
+    #[error("zstd compression failed: {0}")]
+    Compress(String),
+    /// Malformed or unsupported Arrow IPC data, or a batch that does not fit the writer.
+    #[error("{0}")]
+    Ipc(String),
+    /// An I/O error from a sink or source.
+    #[error(transparent)]
+    Io(#[from] std::io::Error),
+}
+
+/// Shorthand for results that fail with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<ArrowError> for Error {
+    fn from(err: ArrowError) -> Self {
+        match err {
+            ArrowError::IoError(msg, io) => Error::Io(std::io::Error::new(io.kind(), msg)),
+            ArrowError::ExternalError(inner) => match inner.downcast::<Error>() {
+                Ok(ours) => *ours,
+                Err(other) => Error::Ipc(other.to_string()),
+            },
+            ArrowError::MemoryError(msg) => Error::Memory(msg),
+            other => Error::Ipc(strip_arrow_prefix(other.to_string())),
+        }
+    }
+}
+
+impl From<std::collections::TryReserveError> for Error {
+    fn from(err: std::collections::TryReserveError) -> Self {
+        Error::Memory(err.to_string())
+    }
+}
+
+/// Arrow's messages start with the variant name ("Invalid argument error: ..."); keep the words
+/// that describe the problem.
+fn strip_arrow_prefix(msg: String) -> String {
+    for prefix in [
+        "Invalid argument error: ",
+        "Ipc error: ",
+        "Parser error: ",
+        "Schema error: ",
+        "Compute error: ",
+        "Not yet implemented: ",
+    ] {
+        if let Some(rest) = msg.strip_prefix(prefix) {
+            return rest.to_string();
+        }
+    }
+    msg
+}
+
+/// The message zstd gives for an error code.
+pub(crate) fn zstd_error_name(code: usize) -> &'static str {
+    zstd_safe::get_error_name(code)
+}

@@ -1,0 +1,12 @@
+//! zstdpool: pooled zstd contexts for compressing Arrow data often and in small pieces.
+//!
+//! The core (`context`, `pool`, `codec`, `ipc`) does not touch Python and is tested with
+//! `cargo test`; `python` holds the bindings, built only with the `python` feature.
+
+pub mod context;
+pub mod error;
+pub mod pool;
+
+pub use context::{CompressParams, Compressor, DecompressParams, Decompressor};
+pub use error::{Error, Result};
+pub use pool::{ContextPool, Lease, PoolConfig, PoolKey, PoolStats};
