@@ -294,6 +294,16 @@ impl Decompressor {
         }
     }
 
+    /// Decompresses `src` (one or more whole frames) into the front of `dst`; returns the
+    /// number of bytes written. Fails when `dst` is too small.
+    pub fn decompress_into(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize> {
+        if src.is_empty() {
+            return Err(Error::Corrupt("empty input is not a zstd frame".into()));
+        }
+        let result = self.dctx.decompress(dst, src);
+        self.finish_op(result)
+    }
+
     fn finish_op(&mut self, result: zstd_safe::SafeResult) -> Result<usize> {
         result.map_err(|code| {
             let _ = self.dctx.reset(ResetDirective::SessionOnly);

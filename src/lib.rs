@@ -3,10 +3,15 @@
 //! The core (`context`, `pool`, `codec`, `ipc`) does not touch Python and is tested with
 //! `cargo test`; `python` holds the bindings, built only with the `python` feature.
 
+pub mod codec;
 pub mod context;
 pub mod error;
+pub mod parallel;
 pub mod pool;
 
 pub use context::{CompressParams, Compressor, DecompressParams, Decompressor};
 pub use error::{Error, Result};
 pub use pool::{ContextPool, Lease, PoolConfig, PoolKey, PoolStats};
+
+#[cfg(feature = "python")]
+mod python;

@@ -1,0 +1,70 @@
+"""zstdpool: pooled zstd contexts for compressing Arrow data often and in small pieces.
+
+A zstd context allocates its window and match tables before it compresses a byte. zstdpool
+keeps contexts warm in a thread-safe pool keyed by their parameters; every codec call, IPC
+writer and IPC reader borrows one and gives it back.
+"""
+
+from __future__ import annotations
+
+from zstdpool import errors
+from zstdpool._zstdpool import (
+    DEFAULT_LEVEL,
+    DEFAULT_MAX_OUTPUT_SIZE,
+    MAX_LEVEL,
+    MIN_LEVEL,
+    ZSTD_VERSION,
+    Compressor,
+    ContextPool,
+    Decompressor,
+    __version__,
+    compress,
+    compress_many,
+    compressor,
+    decompress,
+    decompress_into,
+    decompress_many,
+    decompressor,
+    default_pool,
+    pool_stats,
+)
+from zstdpool.errors import (
+    BusyError,
+    ClosedError,
+    CompressionError,
+    DecompressionError,
+    IpcError,
+    OutputLimitError,
+    ParameterError,
+    ZstdError,
+)
+
+__all__ = [
+    "DEFAULT_LEVEL",
+    "DEFAULT_MAX_OUTPUT_SIZE",
+    "MAX_LEVEL",
+    "MIN_LEVEL",
+    "ZSTD_VERSION",
+    "BusyError",
+    "ClosedError",
+    "CompressionError",
+    "Compressor",
+    "ContextPool",
+    "DecompressionError",
+    "Decompressor",
+    "IpcError",
+    "OutputLimitError",
+    "ParameterError",
+    "ZstdError",
+    "__version__",
+    "compress",
+    "compress_many",
+    "compressor",
+    "decompress",
+    "decompress_into",
+    "decompress_many",
+    "decompressor",
+    "default_pool",
+    "errors",
+    "pool_stats",
+]

@@ -1,0 +1,381 @@
+//! The codec API: one-shot `compress`/`decompress` on the default pool, and leases
+//! (`Compressor`, `Decompressor`) that keep one context for a series of calls.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+
+use super::buffer::ByteView;
+use super::errors::new_err;
+use super::held::Held;
+use super::pool::{pool_or_default, PyContextPool};
+use crate::codec::{plan_decompress, DecompressPlan, DEFAULT_MAX_OUTPUT_SIZE};
+use crate::context::{CompressParams, Compressor, DecompressParams, Decompressor, DEFAULT_LEVEL};
+use crate::error::Error;
+use crate::parallel::{for_each_parallel, resolve_threads};
+use crate::pool::{ContextPool, Lease};
+
+fn compress_params(level: i32, checksum: bool, window_log: Option<u32>) -> CompressParams {
+    CompressParams {
+        level,
+        checksum,
+        window_log: window_log.unwrap_or(0),
+    }
+}
+
+fn compress_one<'py>(
+    py: Python<'py>,
+    c: &mut Compressor,
+    data: &ByteView,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let frame = py.detach(|| c.compress_to_scratch(data.as_slice()))?;
+    Ok(PyBytes::new(py, frame))
+}
+
+fn decompress_one<'py>(
+    py: Python<'py>,
+    d: &mut Decompressor,
+    src: &[u8],
+    limit: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    match plan_decompress(src, limit)? {
+        DecompressPlan::Exact(n) => PyBytes::new_with(py, n, |dst| {
+            py.detach(|| d.decompress_exact(src, dst))
+                .map_err(PyErr::from)
+        }),
+        DecompressPlan::Streaming => {
+            let out = py.detach(|| d.decompress_streaming(src, limit))?;
+            Ok(PyBytes::new(py, &out))
+        }
+    }
+}
+
+fn decompress_into_one(
+    py: Python<'_>,
+    d: &mut Decompressor,
+    src: &[u8],
+    out: &mut ByteView,
+) -> PyResult<usize> {
+    let room = out.len();
+    if let DecompressPlan::Exact(n) = plan_decompress(src, usize::MAX)? {
+        if n > room {
+            return Err(Error::Limit(format!(
+                "the zstd frame holds {n} bytes and the output buffer has room for {room}"
+            ))
+            .into());
+        }
+    }
+    let dst = out.as_mut_slice();
+    py.detach(|| d.decompress_into(src, dst)).map_err(|e| match e {
+        Error::Corrupt(m) if m.contains("Destination buffer is too small") => Error::Limit(format!(
+            "the decompressed data does not fit the output buffer ({room} bytes)"
+        )),
+        other => other,
+    })
+    .map_err(PyErr::from)
+}
+
+/// Compresses `data` (any bytes-like object) into one standard zstd frame, with a warm
+/// context from the pool. Returns bytes of exactly the frame's size.
+#[pyfunction]
+#[pyo3(signature = (data, level=DEFAULT_LEVEL, *, checksum=false, window_log=None, pool=None))]
+pub fn compress<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    level: i32,
+    checksum: bool,
+    window_log: Option<u32>,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let view = ByteView::new(data, "data")?;
+    let mut lease = pool_or_default(pool).compressor(compress_params(level, checksum, window_log))?;
+    compress_one(py, &mut lease, &view)
+}
+
+/// Decompresses one or more zstd frames. Output larger than `max_output_size` bytes is refused
+/// (a frame that declares a larger size is refused before anything is allocated).
+#[pyfunction]
+#[pyo3(signature = (data, *, max_output_size=DEFAULT_MAX_OUTPUT_SIZE, pool=None))]
+pub fn decompress<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    max_output_size: usize,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let view = ByteView::new(data, "data")?;
+    let mut lease = pool_or_default(pool).decompressor(DecompressParams::default())?;
+    decompress_one(py, &mut lease, view.as_slice(), max_output_size)
+}
+
+/// Decompresses zstd frames into `out`, a writable buffer (bytearray, numpy array...).
+/// Returns the number of bytes written; fails if they do not fit.
+#[pyfunction]
+#[pyo3(signature = (data, out, *, pool=None))]
+pub fn decompress_into<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    out: &Bound<'py, PyAny>,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<usize> {
+    let view = ByteView::new(data, "data")?;
+    let mut dst = ByteView::new_writable(out, "out")?;
+    let mut lease = pool_or_default(pool).decompressor(DecompressParams::default())?;
+    decompress_into_one(py, &mut lease, view.as_slice(), &mut dst)
+}
+
+/// Borrows a compression context from the pool for a series of calls. Use it as a context
+/// manager, or call `close()`; it also goes back when collected.
+#[pyfunction]
+#[pyo3(signature = (level=DEFAULT_LEVEL, *, checksum=false, window_log=None, pool=None))]
+pub fn compressor(
+    level: i32,
+    checksum: bool,
+    window_log: Option<u32>,
+    pool: Option<&Bound<'_, PyContextPool>>,
+) -> PyResult<PyCompressor> {
+    let params = compress_params(level, checksum, window_log);
+    let lease = pool_or_default(pool).compressor(params)?;
+    Ok(PyCompressor {
+        lease: Held::new(lease, "Compressor"),
+        params,
+    })
+}
+
+/// Borrows a decompression context from the pool for a series of calls.
+#[pyfunction]
+#[pyo3(signature = (*, max_output_size=DEFAULT_MAX_OUTPUT_SIZE, pool=None))]
+pub fn decompressor(
+    max_output_size: usize,
+    pool: Option<&Bound<'_, PyContextPool>>,
+) -> PyResult<PyDecompressor> {
+    let lease = pool_or_default(pool).decompressor(DecompressParams::default())?;
+    Ok(PyDecompressor {
+        lease: Held::new(lease, "Decompressor"),
+        max_output_size,
+    })
+}
+
+/// A compression context leased from a pool, for one thread at a time.
+#[pyclass(frozen, name = "Compressor", module = "zstdpool")]
+pub struct PyCompressor {
+    lease: Held<Lease<Compressor>>,
+    params: CompressParams,
+}
+
+#[pymethods]
+impl PyCompressor {
+    /// Compresses `data` into one zstd frame (bytes of exactly the frame's size).
+    fn compress<'py>(&self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+        let view = ByteView::new(data, "data")?;
+        let mut lease = self.lease.take()?;
+        compress_one(py, &mut lease, &view)
+    }
+
+    /// Gives the context back to its pool. Idempotent.
+    fn close(&self) {
+        drop(self.lease.close());
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lease.is_closed()
+    }
+
+    #[getter]
+    fn level(&self) -> i32 {
+        self.params.level
+    }
+
+    #[getter]
+    fn checksum(&self) -> bool {
+        self.params.checksum
+    }
+
+    #[getter]
+    fn window_log(&self) -> Option<u32> {
+        (self.params.window_log != 0).then_some(self.params.window_log)
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        if slf.lease.is_closed() {
+            return Err(new_err("ClosedError", "I/O operation on a closed Compressor"));
+        }
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<zstdpool.Compressor level={} checksum={}{}>",
+            self.params.level,
+            self.params.checksum,
+            if self.closed() { " closed" } else { "" }
+        )
+    }
+}
+
+/// A decompression context leased from a pool, for one thread at a time.
+#[pyclass(frozen, name = "Decompressor", module = "zstdpool")]
+pub struct PyDecompressor {
+    lease: Held<Lease<Decompressor>>,
+    max_output_size: usize,
+}
+
+#[pymethods]
+impl PyDecompressor {
+    /// Decompresses one or more zstd frames, refusing output past `max_output_size`
+    /// (default: the limit given when the lease was taken).
+    #[pyo3(signature = (data, *, max_output_size=None))]
+    fn decompress<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        max_output_size: Option<usize>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let view = ByteView::new(data, "data")?;
+        let mut lease = self.lease.take()?;
+        let limit = max_output_size.unwrap_or(self.max_output_size);
+        decompress_one(py, &mut lease, view.as_slice(), limit)
+    }
+
+    /// Decompresses into the writable buffer `out`; returns the number of bytes written.
+    fn decompress_into(&self, py: Python<'_>, data: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let view = ByteView::new(data, "data")?;
+        let mut dst = ByteView::new_writable(out, "out")?;
+        let mut lease = self.lease.take()?;
+        decompress_into_one(py, &mut lease, view.as_slice(), &mut dst)
+    }
+
+    /// Gives the context back to its pool. Idempotent.
+    fn close(&self) {
+        drop(self.lease.close());
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lease.is_closed()
+    }
+
+    #[getter]
+    fn max_output_size(&self) -> usize {
+        self.max_output_size
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        if slf.lease.is_closed() {
+            return Err(new_err("ClosedError", "I/O operation on a closed Decompressor"));
+        }
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<zstdpool.Decompressor max_output_size={}{}>",
+            self.max_output_size,
+            if self.closed() { " closed" } else { "" }
+        )
+    }
+}
+
+fn views(buffers: &Bound<'_, PyAny>) -> PyResult<Vec<ByteView>> {
+    buffers
+        .try_iter()?
+        .enumerate()
+        .map(|(i, b)| ByteView::new(&b?, &format!("buffers[{i}]")))
+        .collect()
+}
+
+/// Tags an error with the index of the input that caused it.
+fn at_index(i: usize, e: Error) -> Error {
+    match e {
+        Error::Corrupt(m) => Error::Corrupt(format!("buffers[{i}]: {m}")),
+        Error::Limit(m) => Error::Limit(format!("buffers[{i}]: {m}")),
+        Error::Compress(m) => Error::Compress(format!("buffers[{i}]: {m}")),
+        other => other,
+    }
+}
+
+/// Compresses many buffers in one call, in parallel on `threads` threads (default: as many
+/// as help for the total size), each with its own pooled context. Returns a list of frames in
+/// input order, each exactly sized.
+#[pyfunction]
+#[pyo3(signature = (buffers, level=DEFAULT_LEVEL, *, checksum=false, window_log=None, threads=None, pool=None))]
+pub fn compress_many<'py>(
+    py: Python<'py>,
+    buffers: &Bound<'py, PyAny>,
+    level: i32,
+    checksum: bool,
+    window_log: Option<u32>,
+    threads: Option<usize>,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let params = compress_params(level, checksum, window_log);
+    params.validate()?;
+    let inputs = views(buffers)?;
+    let pool = pool_or_default(pool);
+    let total: usize = inputs.iter().map(ByteView::len).sum();
+    let threads = resolve_threads(threads, total, inputs.len())?;
+    let slices: Vec<&[u8]> = inputs.iter().map(ByteView::as_slice).collect();
+    let frames = py.detach(|| {
+        for_each_parallel(
+            &slices,
+            threads,
+            || pool.compressor(params),
+            |c, i, src| {
+                let mut out = Vec::new();
+                c.compress_append(src, &mut out).map_err(|e| at_index(i, e))?;
+                Ok(out)
+            },
+        )
+    })?;
+    PyList::new(py, frames.iter().map(|f| PyBytes::new(py, f)))
+}
+
+/// Decompresses many zstd inputs in one call, in parallel, each output at most
+/// `max_output_size` bytes. Returns a list of bytes in input order; an error names the input.
+#[pyfunction]
+#[pyo3(signature = (buffers, *, max_output_size=DEFAULT_MAX_OUTPUT_SIZE, threads=None, pool=None))]
+pub fn decompress_many<'py>(
+    py: Python<'py>,
+    buffers: &Bound<'py, PyAny>,
+    max_output_size: usize,
+    threads: Option<usize>,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let inputs = views(buffers)?;
+    let pool: ContextPool = pool_or_default(pool);
+    let total: usize = inputs.iter().map(ByteView::len).sum();
+    let threads = resolve_threads(threads, total, inputs.len())?;
+    let slices: Vec<&[u8]> = inputs.iter().map(ByteView::as_slice).collect();
+    let outputs = py.detach(|| {
+        for_each_parallel(
+            &slices,
+            threads,
+            || pool.decompressor(DecompressParams::default()),
+            |d, i, src| {
+                let mut run = || match plan_decompress(src, max_output_size)? {
+                    DecompressPlan::Exact(n) => {
+                        let mut out = Vec::new();
+                        out.try_reserve_exact(n)?;
+                        out.resize(n, 0);
+                        d.decompress_exact(src, &mut out)?;
+                        Ok(out)
+                    }
+                    DecompressPlan::Streaming => d.decompress_streaming(src, max_output_size),
+                };
+                run().map_err(|e| at_index(i, e))
+            },
+        )
+    })?;
+    PyList::new(py, outputs.iter().map(|f| PyBytes::new(py, f)))
+}

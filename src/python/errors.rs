@@ -1,0 +1,65 @@
+//! The one place core errors become Python exceptions. The exception classes live in
+//! `zstdpool/errors.py` so that they can subclass both `ZstdError` and `ValueError`.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pyo3::exceptions::{PyMemoryError, PyOSError};
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyType;
+
+use crate::error::Error;
+
+fn class<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyType>> {
+    static MODULE: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+    let module = MODULE.get_or_try_init(py, || {
+        PyModule::import(py, "zstdpool.errors").map(Bound::unbind)
+    })?;
+    Ok(module.bind(py).getattr(name)?.cast_into::<PyType>()?)
+}
+
+/// A `zstdpool.errors` exception of class `name` with `msg`.
+pub fn new_err(name: &str, msg: impl Into<String>) -> PyErr {
+    let msg = msg.into();
+    Python::attach(|py| match class(py, name) {
+        Ok(cls) => PyErr::from_type(cls, msg),
+        Err(err) => err,
+    })
+}
+
+impl From<Error> for PyErr {
+    fn from(err: Error) -> PyErr {
+        match err {
+            Error::Parameter(m) => new_err("ParameterError", m),
+            Error::Corrupt(m) => new_err("DecompressionError", m),
+            Error::Limit(m) => new_err("OutputLimitError", m),
+            Error::Memory(m) => PyMemoryError::new_err(m),
+            Error::Compress(m) => new_err("CompressionError", m),
+            Error::Ipc(m) => new_err("IpcError", m),
+            Error::Io(io) => PyErr::from(io),
+        }
+    }
+}
+
+/// Runs core code that must not unwind into Python: a panic becomes a `ZstdError` that says
+/// what was being done, instead of a `PanicException`.
+pub fn no_panic<T>(what: &str, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let detail = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown cause".into());
+            Err(Error::Ipc(format!(
+                "{what} failed on malformed input (internal check: {detail})"
+            )))
+        }
+    }
+}
+
+/// An OSError for I/O failures that carry no errno.
+pub fn os_error(msg: impl Into<String>) -> PyErr {
+    PyOSError::new_err(msg.into())
+}

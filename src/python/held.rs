@@ -1,0 +1,143 @@
+//! What a Python object holds for one thread at a time: a lease, a writer, a reader.
+//!
+//! The object's lock is held only to take the value out and put it back, never while zstd
+//! runs or while waiting for the GIL, so a second thread gets a clear error instead of a
+//! deadlock, and `close()` from another thread takes effect when the running call ends.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::PyResult;
+
+use super::errors::new_err;
+
+enum State<T> {
+    Ready(T),
+    /// Taken by a call that is running now.
+    Busy,
+    /// Taken by a running call, and closed meanwhile: the value is freed when it comes back.
+    BusyClosing,
+    Closed,
+}
+
+/// A value that one call at a time may take.
+pub struct Held<T> {
+    state: Mutex<State<T>>,
+    what: &'static str,
+}
+
+impl<T> Held<T> {
+    pub fn new(value: T, what: &'static str) -> Self {
+        Held {
+            state: Mutex::new(State::Ready(value)),
+            what,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State<T>> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Takes the value for one call; it goes back when the guard drops.
+    pub fn take(&self) -> PyResult<Taken<'_, T>> {
+        let mut state = self.lock();
+        match std::mem::replace(&mut *state, State::Busy) {
+            State::Ready(value) => Ok(Taken {
+                held: self,
+                value: Some(value),
+            }),
+            other => {
+                let closed = matches!(other, State::Closed | State::BusyClosing);
+                *state = other;
+                drop(state);
+                Err(if closed {
+                    new_err("ClosedError", format!("I/O operation on a closed {}", self.what))
+                } else {
+                    new_err(
+                        "BusyError",
+                        format!(
+                            "this {} is in use by another thread; it is for one thread at a \
+                             time (take one per thread: the pool is shared)",
+                            self.what
+                        ),
+                    )
+                })
+            }
+        }
+    }
+
+    /// Closes: returns the value when it is idle, so that the caller can finish it. A value
+    /// in use is freed when its call ends. Idempotent.
+    pub fn close(&self) -> Option<T> {
+        let mut state = self.lock();
+        match std::mem::replace(&mut *state, State::Closed) {
+            State::Ready(value) => Some(value),
+            State::Busy | State::BusyClosing => {
+                *state = State::BusyClosing;
+                None
+            }
+            State::Closed => None,
+        }
+    }
+
+    pub fn is_closed(&self) -> bool {
+        matches!(*self.lock(), State::Closed | State::BusyClosing)
+    }
+
+    /// Runs `f` on the value if it is idle (for read-only properties).
+    pub fn peek<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
+        match &*self.lock() {
+            State::Ready(v) => Some(f(v)),
+            _ => None,
+        }
+    }
+
+    pub fn what(&self) -> &'static str {
+        self.what
+    }
+}
+
+/// The value, out of its holder for the length of one call.
+pub struct Taken<'a, T> {
+    held: &'a Held<T>,
+    value: Option<T>,
+}
+
+impl<T> Taken<'_, T> {
+    /// Ends the value's life now (a writer that has closed, a failed reader): the holder
+    /// becomes closed and the value is dropped by the caller.
+    pub fn retire(mut self) -> T {
+        let value = self.value.take().expect("taken value present");
+        *self.held.lock() = State::Closed;
+        value
+    }
+}
+
+impl<T> Deref for Taken<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        self.value.as_ref().expect("taken value present")
+    }
+}
+
+impl<T> DerefMut for Taken<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.value.as_mut().expect("taken value present")
+    }
+}
+
+impl<T> Drop for Taken<'_, T> {
+    fn drop(&mut self) {
+        let Some(value) = self.value.take() else {
+            return;
+        };
+        let mut state = self.held.lock();
+        if matches!(*state, State::Busy) {
+            *state = State::Ready(value);
+        } else {
+            *state = State::Closed;
+            drop(state);
+            drop(value);
+        }
+    }
+}

@@ -1,0 +1,38 @@
+//! The Python bindings: a thin layer over the core, one file per family of Python objects.
+
+mod buffer;
+mod codec;
+mod errors;
+mod held;
+mod pool;
+
+use pyo3::prelude::*;
+
+/// The compiled part of zstdpool; import `zstdpool` instead.
+#[pymodule]
+fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("ZSTD_VERSION", zstd_version())?;
+    m.add("MIN_LEVEL", crate::context::min_level())?;
+    m.add("MAX_LEVEL", crate::context::max_level())?;
+    m.add("DEFAULT_LEVEL", crate::context::DEFAULT_LEVEL)?;
+    m.add("DEFAULT_MAX_OUTPUT_SIZE", crate::codec::DEFAULT_MAX_OUTPUT_SIZE)?;
+    m.add_class::<pool::PyContextPool>()?;
+    m.add_class::<codec::PyCompressor>()?;
+    m.add_class::<codec::PyDecompressor>()?;
+    m.add_function(wrap_pyfunction!(pool::py_default_pool, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::pool_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::compress, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::decompress, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::decompress_into, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::compressor, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::decompressor, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::compress_many, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::decompress_many, m)?)?;
+    Ok(())
+}
+
+fn zstd_version() -> String {
+    let v = zstd_safe::version_number();
+    format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
+}

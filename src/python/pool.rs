@@ -1,0 +1,165 @@
+//! `zstdpool.ContextPool`: a handle on a core pool, and the process-wide default.
+
+use std::time::Duration;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::pool::{ContextPool, PoolConfig, PoolKey, PoolStats};
+
+/// A pool of zstd contexts. The module-level functions share one default pool
+/// (`zstdpool.default_pool()`); a private pool keeps its own contexts and limits.
+#[pyclass(frozen, name = "ContextPool", module = "zstdpool")]
+pub struct PyContextPool {
+    pub pool: ContextPool,
+}
+
+#[pymethods]
+impl PyContextPool {
+    /// Makes a private pool. `max_idle_per_key`: idle contexts kept per parameter set (default:
+    /// the number of CPUs); `max_idle_bytes`: bytes all idle contexts may hold (default 64 MiB);
+    /// `max_scratch_bytes`: output scratch a context keeps when it comes back (default 4 MiB);
+    /// `idle_timeout`: seconds after which an unused idle context is freed (default: never).
+    #[new]
+    #[pyo3(signature = (*, max_idle_per_key=None, max_idle_bytes=64 << 20, max_scratch_bytes=4 << 20, idle_timeout=None))]
+    fn new(
+        max_idle_per_key: Option<usize>,
+        max_idle_bytes: usize,
+        max_scratch_bytes: usize,
+        idle_timeout: Option<f64>,
+    ) -> PyResult<Self> {
+        let defaults = PoolConfig::default();
+        let idle_timeout = match idle_timeout {
+            None => None,
+            Some(t) if t.is_finite() && t >= 0.0 => Some(Duration::from_secs_f64(t)),
+            Some(t) => {
+                return Err(PyValueError::new_err(format!(
+                    "idle_timeout must be a non-negative number of seconds or None, not {t}"
+                )))
+            }
+        };
+        Ok(PyContextPool {
+            pool: ContextPool::new(PoolConfig {
+                max_idle_per_key: max_idle_per_key.unwrap_or(defaults.max_idle_per_key),
+                max_idle_bytes,
+                max_scratch_bytes,
+                idle_timeout,
+            }),
+        })
+    }
+
+    /// The counters and byte totals now, as a dict: created, reused, returned, dropped,
+    /// leased, idle, idle_bytes, scratch_bytes, peak_idle_bytes, and per_key (a list of dicts
+    /// with the key's parameters, its idle count and bytes).
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        stats_dict(py, &self.pool.stats())
+    }
+
+    /// Frees contexts idle past `idle_timeout` and the scratch buffers of the others.
+    /// Returns the bytes freed.
+    fn trim(&self) -> usize {
+        self.pool.trim()
+    }
+
+    /// Frees every idle context. Returns the bytes freed. Leased contexts are not affected.
+    fn clear(&self) -> usize {
+        self.pool.clear()
+    }
+
+    #[getter]
+    fn max_idle_per_key(&self) -> usize {
+        self.pool.config().max_idle_per_key
+    }
+
+    #[getter]
+    fn max_idle_bytes(&self) -> usize {
+        self.pool.config().max_idle_bytes
+    }
+
+    #[getter]
+    fn max_scratch_bytes(&self) -> usize {
+        self.pool.config().max_scratch_bytes
+    }
+
+    #[getter]
+    fn idle_timeout(&self) -> Option<f64> {
+        self.pool.config().idle_timeout.map(|d| d.as_secs_f64())
+    }
+
+    fn __repr__(&self) -> String {
+        let s = self.pool.stats();
+        format!(
+            "<zstdpool.ContextPool idle={} leased={} idle_bytes={}>",
+            s.idle, s.leased, s.idle_bytes
+        )
+    }
+}
+
+/// The pool that module-level functions use when none is given.
+pub fn default_pool(py: Python<'_>) -> &Py<PyContextPool> {
+    static DEFAULT: pyo3::sync::PyOnceLock<Py<PyContextPool>> = pyo3::sync::PyOnceLock::new();
+    DEFAULT.get_or_init(py, || {
+        Py::new(
+            py,
+            PyContextPool {
+                pool: ContextPool::global().clone(),
+            },
+        )
+        .expect("allocating the default pool object")
+    })
+}
+
+/// The core pool behind an optional `pool=` argument.
+pub fn pool_or_default(pool: Option<&Bound<'_, PyContextPool>>) -> ContextPool {
+    match pool {
+        Some(p) => p.get().pool.clone(),
+        None => ContextPool::global().clone(),
+    }
+}
+
+/// The process-wide pool shared by the module-level functions and IPC readers and writers.
+#[pyfunction(name = "default_pool")]
+pub fn py_default_pool(py: Python<'_>) -> Py<PyContextPool> {
+    default_pool(py).clone_ref(py)
+}
+
+/// Counters and byte totals of the default pool (see `ContextPool.stats`).
+#[pyfunction]
+pub fn pool_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    stats_dict(py, &ContextPool::global().stats())
+}
+
+fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("created", s.created)?;
+    d.set_item("reused", s.reused)?;
+    d.set_item("returned", s.returned)?;
+    d.set_item("dropped", s.dropped)?;
+    d.set_item("leased", s.leased)?;
+    d.set_item("idle", s.idle)?;
+    d.set_item("idle_bytes", s.idle_bytes)?;
+    d.set_item("scratch_bytes", s.scratch_bytes)?;
+    d.set_item("peak_idle_bytes", s.peak_idle_bytes)?;
+    let keys = PyList::empty(py);
+    for (key, idle, bytes) in &s.per_key {
+        let k = PyDict::new(py);
+        match key {
+            PoolKey::Compress(p) => {
+                k.set_item("kind", "compress")?;
+                k.set_item("level", p.level)?;
+                k.set_item("checksum", p.checksum)?;
+                k.set_item("window_log", p.window_log)?;
+            }
+            PoolKey::Decompress(p) => {
+                k.set_item("kind", "decompress")?;
+                k.set_item("window_log_max", p.window_log_max)?;
+            }
+        }
+        k.set_item("idle", idle)?;
+        k.set_item("bytes", bytes)?;
+        keys.append(k)?;
+    }
+    d.set_item("per_key", keys)?;
+    Ok(d)
+}
