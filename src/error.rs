@@ -73,3 +73,35 @@ fn strip_arrow_prefix(msg: String) -> String {
 pub(crate) fn zstd_error_name(code: usize) -> &'static str {
     zstd_safe::get_error_name(code)
 }
+
+thread_local! {
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs library code that may panic on malformed input (arrow-ipc's schema conversion does,
+/// on unknown types): the panic becomes an [`Error::Ipc`] naming `what`, and no panic message
+/// is printed for it. Other panics are reported by the previous hook as before.
+pub fn catch_panics<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    static HOOK: std::sync::Once = std::sync::Once::new();
+    HOOK.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !QUIET.with(|q| q.get()) {
+                previous(info);
+            }
+        }));
+    });
+    let was_quiet = QUIET.with(|q| q.replace(true));
+    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(was_quiet));
+    result.unwrap_or_else(|payload| {
+        let detail = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no detail".into());
+        Err(Error::Ipc(format!(
+            "malformed input: {what} failed ({detail})"
+        )))
+    })
+}

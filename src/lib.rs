@@ -6,6 +6,7 @@
 pub mod codec;
 pub mod context;
 pub mod error;
+pub mod ipc;
 pub mod parallel;
 pub mod pool;
 

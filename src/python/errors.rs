@@ -1,8 +1,6 @@
 //! The one place core errors become Python exceptions. The exception classes live in
 //! `zstdpool/errors.py` so that they can subclass both `ZstdError` and `ValueError`.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use pyo3::exceptions::{PyMemoryError, PyOSError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -37,24 +35,6 @@ impl From<Error> for PyErr {
             Error::Compress(m) => new_err("CompressionError", m),
             Error::Ipc(m) => new_err("IpcError", m),
             Error::Io(io) => PyErr::from(io),
-        }
-    }
-}
-
-/// Runs core code that must not unwind into Python: a panic becomes a `ZstdError` that says
-/// what was being done, instead of a `PanicException`.
-pub fn no_panic<T>(what: &str, f: impl FnOnce() -> Result<T, Error>) -> Result<T, Error> {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(result) => result,
-        Err(payload) => {
-            let detail = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown cause".into());
-            Err(Error::Ipc(format!(
-                "{what} failed on malformed input (internal check: {detail})"
-            )))
         }
     }
 }

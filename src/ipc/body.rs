@@ -1,0 +1,392 @@
+//! The compression stage: each buffer of a message body becomes an 8-byte uncompressed length
+//! and a zstd or lz4 frame (or -1 and the raw bytes when compressing would not shrink it), as
+//! the IPC format's BUFFER body compression prescribes; and back, with every length checked
+//! before anything is allocated.
+
+use std::sync::Mutex;
+
+use arrow_ipc::CompressionType;
+
+use super::{padding, ALIGNMENT};
+use crate::codec::{lz4_compress_append, lz4_decompress_exact};
+use crate::context::{frame_content_size, CompressParams, Compressor, ContentSize, Decompressor};
+use crate::error::{Error, Result};
+use crate::parallel::{for_each_parallel, resolve_threads};
+use crate::pool::{ContextPool, Lease};
+
+/// How a writer compresses message bodies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compression {
+    None,
+    Zstd(CompressParams),
+    Lz4,
+}
+
+impl Compression {
+    pub(crate) fn wire_codec(&self) -> Option<CompressionType> {
+        match self {
+            Compression::None => None,
+            Compression::Zstd(_) => Some(CompressionType::ZSTD),
+            Compression::Lz4 => Some(CompressionType::LZ4_FRAME),
+        }
+    }
+}
+
+/// The prefix that marks a buffer stored uncompressed inside a compressed body.
+const UNCOMPRESSED: i64 = -1;
+
+/// Appends `src` to `out` as one body buffer: prefix and frame, or -1 and the raw bytes when
+/// the frame would not be smaller. An empty buffer stays empty (no prefix), as in Arrow C++.
+fn encode_buffer(
+    src: &[u8],
+    compression: Compression,
+    compressor: Option<&mut Compressor>,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    if src.is_empty() {
+        return Ok(());
+    }
+    let start = out.len();
+    let frame_len = match (compression, compressor) {
+        (Compression::None, _) => {
+            out.extend_from_slice(src);
+            return Ok(());
+        }
+        (Compression::Zstd(_), Some(c)) => {
+            out.extend_from_slice(&(src.len() as i64).to_le_bytes());
+            c.compress_append(src, out)?
+        }
+        (Compression::Zstd(_), None) => {
+            return Err(Error::Compress("no compressor for a zstd body".into()))
+        }
+        (Compression::Lz4, _) => {
+            out.extend_from_slice(&(src.len() as i64).to_le_bytes());
+            lz4_compress_append(src, out)?
+        }
+    };
+    if frame_len >= src.len() {
+        out.truncate(start);
+        out.extend_from_slice(&UNCOMPRESSED.to_le_bytes());
+        out.extend_from_slice(src);
+    }
+    Ok(())
+}
+
+/// Compresses `buffers` into a new body; returns the body and each buffer's (offset, length)
+/// in it. `threads` (None: by size) spreads the buffers over threads, each with its own
+/// context from `pool`; `primary` serves the calling thread. Output bytes are the same
+/// whatever the thread count: each buffer is its own frame.
+pub fn compress_buffers(
+    buffers: &[&[u8]],
+    compression: Compression,
+    primary: Option<&mut Lease<Compressor>>,
+    pool: &ContextPool,
+    threads: Option<usize>,
+) -> Result<(Vec<u8>, Vec<(usize, usize)>)> {
+    let total: usize = buffers.iter().map(|b| b.len()).sum();
+    let threads = match compression {
+        Compression::None => 1,
+        _ => resolve_threads(threads, total, buffers.len())?,
+    };
+    let mut body = Vec::new();
+    let mut spans = Vec::with_capacity(buffers.len());
+    if threads <= 1 {
+        let mut primary = primary;
+        for src in buffers {
+            let start = body.len();
+            encode_buffer(src, compression, primary.as_deref_mut().map(|l| &mut **l), &mut body)?;
+            spans.push((start, body.len() - start));
+            body.resize(body.len() + padding(body.len()), 0);
+        }
+        return Ok((body, spans));
+    }
+    let encoded = for_each_parallel(
+        buffers,
+        threads,
+        || match compression {
+            Compression::Zstd(params) => pool.compressor(params).map(Some),
+            _ => Ok(None),
+        },
+        |c, _, src| {
+            let mut out = Vec::new();
+            encode_buffer(src, compression, c.as_deref_mut(), &mut out)?;
+            Ok(out)
+        },
+    )?;
+    body.try_reserve_exact(encoded.iter().map(|e| e.len() + ALIGNMENT).sum())?;
+    for e in encoded {
+        let start = body.len();
+        body.extend_from_slice(&e);
+        spans.push((start, e.len()));
+        body.resize(body.len() + padding(body.len()), 0);
+    }
+    Ok((body, spans))
+}
+
+/// Limits on what a reader allocates for data it has not seen yet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReadLimits {
+    /// The largest uncompressed size one buffer may declare.
+    pub max_buffer_size: usize,
+    /// The most one message (record batch or dictionary) may take once decompressed.
+    pub max_batch_size: usize,
+}
+
+impl Default for ReadLimits {
+    fn default() -> Self {
+        ReadLimits {
+            max_buffer_size: i32::MAX as usize,
+            max_batch_size: 4 << 30,
+        }
+    }
+}
+
+enum Stored<'a> {
+    Raw(&'a [u8]),
+    Zstd(&'a [u8]),
+    Lz4(&'a [u8]),
+}
+
+struct Planned<'a> {
+    index: usize,
+    stored: Stored<'a>,
+    dst: Mutex<&'a mut [u8]>,
+}
+
+/// Decompresses the buffers `spans` of a compressed `body` into a new, 8-byte aligned body.
+/// Returns it and each buffer's (offset, length) in it. Sizes are checked against `limits`,
+/// and zstd frames' own content sizes against their prefixes, before allocating.
+pub fn decompress_buffers(
+    body: &[u8],
+    spans: &[(i64, i64)],
+    codec: CompressionType,
+    limits: &ReadLimits,
+    primary: &mut Option<Lease<Decompressor>>,
+    pool: &ContextPool,
+    threads: Option<usize>,
+) -> Result<(Vec<u8>, Vec<(usize, usize)>)> {
+    if codec != CompressionType::ZSTD && codec != CompressionType::LZ4_FRAME {
+        return Err(Error::Ipc(format!("unsupported body compression codec {codec:?}")));
+    }
+    let mut sources = Vec::with_capacity(spans.len());
+    let mut out_spans = Vec::with_capacity(spans.len());
+    let mut total = 0usize;
+    for (i, &(offset, length)) in spans.iter().enumerate() {
+        let src = span(body, i, offset, length)?;
+        let (stored, size) = if src.is_empty() {
+            (Stored::Raw(src), 0)
+        } else {
+            let Some((prefix, data)) = src.split_first_chunk::<8>() else {
+                return Err(Error::Ipc(format!(
+                    "buffer {i} is {} bytes, too short for its 8-byte length prefix",
+                    src.len()
+                )));
+            };
+            match i64::from_le_bytes(*prefix) {
+                UNCOMPRESSED => (Stored::Raw(data), data.len()),
+                n if n < 0 => {
+                    return Err(Error::Ipc(format!(
+                        "buffer {i} declares a negative uncompressed length ({n})"
+                    )))
+                }
+                n => {
+                    let n = usize::try_from(n).unwrap_or(usize::MAX);
+                    if n > limits.max_buffer_size {
+                        return Err(Error::Limit(format!(
+                            "buffer {i} declares {n} bytes uncompressed, more than \
+                             max_buffer_size ({} bytes)",
+                            limits.max_buffer_size
+                        )));
+                    }
+                    if codec == CompressionType::ZSTD {
+                        if let ContentSize::Known(k) = frame_content_size(data)
+                            .map_err(|e| Error::Corrupt(format!("buffer {i}: {e}")))?
+                        {
+                            if k != n as u64 {
+                                return Err(Error::Corrupt(format!(
+                                    "buffer {i}: the zstd frame holds {k} bytes but the buffer's \
+                                     prefix declares {n}"
+                                )));
+                            }
+                        }
+                        (Stored::Zstd(data), n)
+                    } else {
+                        (Stored::Lz4(data), n)
+                    }
+                }
+            }
+        };
+        out_spans.push((total, size));
+        total = total
+            .checked_add(size + padding(size))
+            .filter(|t| *t <= limits.max_batch_size)
+            .ok_or_else(|| {
+                Error::Limit(format!(
+                    "the message's buffers declare more than max_batch_size ({} bytes) \
+                     uncompressed",
+                    limits.max_batch_size
+                ))
+            })?;
+        sources.push(stored);
+    }
+    let mut out = Vec::new();
+    out.try_reserve_exact(total)?;
+    out.resize(total, 0);
+    let mut planned = Vec::with_capacity(sources.len());
+    let mut rest: &mut [u8] = &mut out;
+    let mut at = 0;
+    for (index, (stored, &(offset, size))) in sources.into_iter().zip(&out_spans).enumerate() {
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(offset - at);
+        let (dst, tail) = tail.split_at_mut(size);
+        rest = tail;
+        at = offset + size;
+        planned.push(Planned {
+            index,
+            stored,
+            dst: Mutex::new(dst),
+        });
+    }
+    let compressed_bytes: usize = planned
+        .iter()
+        .map(|p| match p.stored {
+            Stored::Zstd(_) | Stored::Lz4(_) => p.dst.lock().map_or(0, |d| d.len()),
+            Stored::Raw(_) => 0,
+        })
+        .sum();
+    let threads = resolve_threads(threads, compressed_bytes, planned.len())?;
+    let run = |d: &mut Option<Lease<Decompressor>>, p: &Planned<'_>| -> Result<()> {
+        let mut dst = p.dst.lock().unwrap_or_else(|e| e.into_inner());
+        let tag = |e: Error| match e {
+            Error::Corrupt(m) => Error::Corrupt(format!("buffer {}: {m}", p.index)),
+            other => other,
+        };
+        match p.stored {
+            Stored::Raw(src) => dst.copy_from_slice(src),
+            Stored::Zstd(src) => {
+                if d.is_none() {
+                    *d = Some(pool.decompressor(Default::default())?);
+                }
+                let d = d.as_mut().expect("just set");
+                d.decompress_exact(src, &mut dst).map_err(tag)?
+            }
+            Stored::Lz4(src) => lz4_decompress_exact(src, &mut dst).map_err(tag)?,
+        }
+        Ok(())
+    };
+    if threads <= 1 {
+        for p in &planned {
+            run(primary, p)?;
+        }
+    } else {
+        for_each_parallel(&planned, threads, || Ok(None), |d, _, p| run(d, p))?;
+    }
+    drop(planned);
+    Ok((out, out_spans))
+}
+
+/// The bytes of buffer `i`, checked to lie inside the body.
+fn span(body: &[u8], i: usize, offset: i64, length: i64) -> Result<&[u8]> {
+    let range = usize::try_from(offset)
+        .ok()
+        .zip(usize::try_from(length).ok())
+        .and_then(|(o, l)| Some(o..o.checked_add(l)?))
+        .filter(|r| r.end <= body.len());
+    match range {
+        Some(r) => Ok(&body[r]),
+        None => Err(Error::Ipc(format!(
+            "buffer {i} (offset {offset}, length {length}) lies outside the message body \
+             ({} bytes)",
+            body.len()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<Vec<u8>> {
+        vec![
+            (0..10_000u32).flat_map(|i| (i / 7).to_le_bytes()).collect(),
+            vec![],
+            (0..97u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect(),
+            vec![5u8; 3],
+        ]
+    }
+
+    #[test]
+    fn round_trip_all_codecs_and_thread_counts() {
+        let pool = ContextPool::default();
+        let data = sample();
+        let refs: Vec<&[u8]> = data.iter().map(|v| v.as_slice()).collect();
+        for compression in [
+            Compression::Zstd(CompressParams::level(1)),
+            Compression::Lz4,
+        ] {
+            let mut lease = pool.compressor(CompressParams::level(1)).unwrap();
+            let (body1, spans1) =
+                compress_buffers(&refs, compression, Some(&mut lease), &pool, Some(1)).unwrap();
+            let (body2, spans2) =
+                compress_buffers(&refs, compression, Some(&mut lease), &pool, Some(3)).unwrap();
+            assert_eq!(body1, body2);
+            assert_eq!(spans1, spans2);
+            assert_eq!(body1.len() % 8, 0);
+            // The incompressible and tiny buffers are stored raw.
+            let (o, _) = spans1[2];
+            assert_eq!(i64::from_le_bytes(body1[o..o + 8].try_into().unwrap()), -1);
+            assert_eq!(spans1[1].1, 0);
+            let spans: Vec<(i64, i64)> = spans1.iter().map(|&(o, l)| (o as i64, l as i64)).collect();
+            let mut d = None;
+            for threads in [Some(1), Some(4)] {
+                let (out, out_spans) = decompress_buffers(
+                    &body1,
+                    &spans,
+                    compression.wire_codec().unwrap(),
+                    &ReadLimits::default(),
+                    &mut d,
+                    &pool,
+                    threads,
+                )
+                .unwrap();
+                for (orig, (o, l)) in data.iter().zip(out_spans) {
+                    assert_eq!(&out[o..o + l], orig.as_slice());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn hostile_prefixes_and_spans_are_refused() {
+        let pool = ContextPool::default();
+        let mut d = None;
+        let limits = ReadLimits {
+            max_buffer_size: 1000,
+            max_batch_size: 1500,
+        };
+        let run = |body: &[u8], spans: &[(i64, i64)], d: &mut Option<Lease<Decompressor>>| {
+            decompress_buffers(body, spans, CompressionType::ZSTD, &limits, d, &pool, None)
+        };
+        let mut body = (1i64 << 40).to_le_bytes().to_vec();
+        body.extend_from_slice(&[0u8; 8]);
+        let err = run(&body, &[(0, 16)], &mut d).unwrap_err();
+        assert!(err.to_string().contains("max_buffer_size (1000 bytes)"), "{err}");
+        assert!(run(&body, &[(8, 16)], &mut d).unwrap_err().to_string().contains("outside"));
+        assert!(run(&body, &[(-1, 4)], &mut d).is_err());
+        assert!(run(&body, &[(0, 4)], &mut d).unwrap_err().to_string().contains("too short"));
+        let body = (-5i64).to_le_bytes();
+        assert!(run(&body, &[(0, 8)], &mut d).unwrap_err().to_string().contains("negative"));
+        // Two buffers that each pass the buffer limit but together pass the batch limit.
+        let mut c = Compressor::new(CompressParams::level(1)).unwrap();
+        let frame = c.compress_to_scratch(&[1u8; 900]).unwrap().to_vec();
+        let mut body = 900i64.to_le_bytes().to_vec();
+        body.extend_from_slice(&frame);
+        let n = body.len() as i64;
+        let err = run(&body, &[(0, n), (0, n)], &mut d).unwrap_err();
+        assert!(err.to_string().contains("max_batch_size"), "{err}");
+        // A prefix that disagrees with the frame's own size.
+        let mut body = 899i64.to_le_bytes().to_vec();
+        body.extend_from_slice(&frame);
+        let err = run(&body, &[(0, n)], &mut d).unwrap_err();
+        assert!(err.to_string().contains("holds 900 bytes"), "{err}");
+    }
+}

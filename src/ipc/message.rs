@@ -1,0 +1,129 @@
+//! IPC message framing and the rebuilding of a record batch header around a new body.
+
+use arrow_ipc::{
+    BodyCompressionBuilder, BodyCompressionMethod, CompressionType, DictionaryBatchBuilder,
+    FieldNode, Message, MessageBuilder, MessageHeader, RecordBatchBuilder,
+};
+use flatbuffers::FlatBufferBuilder;
+
+use super::{pad_vec, padding};
+use crate::error::{Error, Result};
+
+const CONTINUATION: [u8; 4] = [0xff; 4];
+
+/// Appends one framed message (continuation marker, length, metadata, padding, body) to `out`.
+/// Returns the framed header length (what a file footer's Block calls metaDataLength).
+pub fn frame(meta: &[u8], body: &[u8], out: &mut Vec<u8>) -> usize {
+    let padded = meta.len() + padding(meta.len());
+    out.extend_from_slice(&CONTINUATION);
+    out.extend_from_slice(&(padded as i32).to_le_bytes());
+    out.extend_from_slice(meta);
+    pad_vec(out);
+    out.extend_from_slice(body);
+    8 + padded
+}
+
+/// The end-of-stream marker.
+pub fn end_of_stream(out: &mut Vec<u8>) {
+    out.extend_from_slice(&CONTINUATION);
+    out.extend_from_slice(&0i32.to_le_bytes());
+}
+
+/// Parses a message header, verifying the flatbuffer first (it may come from anywhere).
+pub fn parse(meta: &[u8]) -> Result<Message<'_>> {
+    arrow_ipc::root_as_message(meta)
+        .map_err(|e| Error::Ipc(format!("corrupt IPC message header: {e}")))
+}
+
+/// The record batch header of a RecordBatch or DictionaryBatch message, with the dictionary's
+/// id and delta flag for the latter.
+pub fn batch_header<'a>(
+    msg: &Message<'a>,
+) -> Result<(arrow_ipc::RecordBatch<'a>, Option<(i64, bool)>)> {
+    match msg.header_type() {
+        MessageHeader::RecordBatch => msg
+            .header_as_record_batch()
+            .map(|rb| (rb, None))
+            .ok_or_else(|| Error::Ipc("record batch message without its header".into())),
+        MessageHeader::DictionaryBatch => {
+            let d = msg
+                .header_as_dictionary_batch()
+                .ok_or_else(|| Error::Ipc("dictionary message without its header".into()))?;
+            let rb = d
+                .data()
+                .ok_or_else(|| Error::Ipc("dictionary message without data".into()))?;
+            Ok((rb, Some((d.id(), d.isDelta()))))
+        }
+        other => Err(Error::Ipc(format!(
+            "expected a record batch or dictionary message, found {other:?}"
+        ))),
+    }
+}
+
+/// The offset and length of every buffer in a record batch header.
+pub fn buffer_spans(rb: &arrow_ipc::RecordBatch<'_>) -> Result<Vec<(i64, i64)>> {
+    let buffers = rb
+        .buffers()
+        .ok_or_else(|| Error::Ipc("record batch header without a buffer list".into()))?;
+    Ok(buffers.iter().map(|b| (b.offset(), b.length())).collect())
+}
+
+/// A new message like `msg` (a RecordBatch or DictionaryBatch) whose buffers are `spans` in a
+/// body of `body_len` bytes, compressed with `codec` or not at all.
+pub fn rebuild(
+    msg: &Message<'_>,
+    spans: &[(usize, usize)],
+    body_len: usize,
+    codec: Option<CompressionType>,
+) -> Result<Vec<u8>> {
+    let (rb, dictionary) = batch_header(msg)?;
+    let mut fbb = FlatBufferBuilder::with_capacity(256 + spans.len() * 16);
+    let nodes: Vec<FieldNode> = rb.nodes().map(|n| n.iter().copied().collect()).unwrap_or_default();
+    let nodes = fbb.create_vector(&nodes);
+    let buffers: Vec<arrow_ipc::Buffer> = spans
+        .iter()
+        .map(|&(o, l)| arrow_ipc::Buffer::new(o as i64, l as i64))
+        .collect();
+    let buffers = fbb.create_vector(&buffers);
+    let variadic = rb
+        .variadicBufferCounts()
+        .map(|v| v.iter().collect::<Vec<i64>>())
+        .map(|v| fbb.create_vector(&v));
+    let compression = codec.map(|codec| {
+        let mut b = BodyCompressionBuilder::new(&mut fbb);
+        b.add_codec(codec);
+        b.add_method(BodyCompressionMethod::BUFFER);
+        b.finish()
+    });
+    let batch = {
+        let mut b = RecordBatchBuilder::new(&mut fbb);
+        b.add_length(rb.length());
+        b.add_nodes(nodes);
+        b.add_buffers(buffers);
+        if let Some(c) = compression {
+            b.add_compression(c);
+        }
+        if let Some(v) = variadic {
+            b.add_variadicBufferCounts(v);
+        }
+        b.finish()
+    };
+    let (header_type, header) = match dictionary {
+        None => (MessageHeader::RecordBatch, batch.as_union_value()),
+        Some((id, is_delta)) => {
+            let mut d = DictionaryBatchBuilder::new(&mut fbb);
+            d.add_id(id);
+            d.add_data(batch);
+            d.add_isDelta(is_delta);
+            (MessageHeader::DictionaryBatch, d.finish().as_union_value())
+        }
+    };
+    let mut m = MessageBuilder::new(&mut fbb);
+    m.add_version(msg.version());
+    m.add_header_type(header_type);
+    m.add_header(header);
+    m.add_bodyLength(body_len as i64);
+    let root = m.finish();
+    fbb.finish(root, None);
+    Ok(fbb.finished_data().to_vec())
+}

@@ -1,0 +1,27 @@
+//! Arrow IPC with pooled compression. arrow-ipc lays out and parses the Arrow data; this
+//! module adds compression as a stage over each message body's buffer list, so that every
+//! buffer is compressed (or decompressed) with a pooled context, and the writer and reader
+//! control threads and output sizes themselves.
+
+mod body;
+mod message;
+pub mod reader;
+pub mod writer;
+
+pub use body::Compression;
+pub use reader::{FileReader, ReadLimits, StreamReader};
+pub use writer::{IpcFormat, IpcWriter, WriterOptions};
+
+/// Every message and body in the IPC format starts on an 8-byte boundary.
+pub(crate) const ALIGNMENT: usize = 8;
+
+/// The magic bytes that open and close an IPC file.
+pub(crate) const ARROW_MAGIC: &[u8; 6] = b"ARROW1";
+
+pub(crate) fn padding(len: usize) -> usize {
+    (ALIGNMENT - len % ALIGNMENT) % ALIGNMENT
+}
+
+pub(crate) fn pad_vec(out: &mut Vec<u8>) {
+    out.resize(out.len() + padding(out.len()), 0);
+}

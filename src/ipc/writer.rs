@@ -1,0 +1,406 @@
+//! The IPC writer: arrow-ipc encodes each batch uncompressed (its buffers referenced, not
+//! copied), and the compression stage rewrites every record batch and dictionary message with
+//! its buffers compressed by a pooled context. The output is plain Arrow IPC, stream or file.
+
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
+
+use arrow_array::RecordBatch;
+use arrow_buffer::Buffer;
+use arrow_ipc::writer::{
+    DictionaryHandling, DictionaryTracker, IpcDataGenerator, IpcWriteOptions, StreamEncoder,
+};
+use arrow_ipc::{Block, FooterBuilder, MessageHeader, MetadataVersion};
+use arrow_schema::{Schema, SchemaRef};
+use flatbuffers::FlatBufferBuilder;
+
+use super::body::{compress_buffers, Compression};
+use super::message::{self, batch_header, buffer_spans};
+use super::{pad_vec, ARROW_MAGIC};
+use crate::context::Compressor;
+use crate::error::{catch_panics, Error, Result};
+use crate::pool::{ContextPool, Lease};
+
+/// The two IPC layouts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IpcFormat {
+    /// A sequence of messages ending in an end-of-stream marker.
+    Stream,
+    /// Magic bytes, the stream, and a footer indexing every batch for random access.
+    File,
+}
+
+/// How a writer writes.
+#[derive(Clone, Debug)]
+pub struct WriterOptions {
+    pub format: IpcFormat,
+    pub compression: Compression,
+    /// Threads to compress one batch's buffers with; None chooses by batch size.
+    pub threads: Option<usize>,
+    /// Send only the new entries when a dictionary grows (otherwise it is sent whole).
+    pub dictionary_deltas: bool,
+    /// Key-value metadata for the file footer (file format only).
+    pub footer_metadata: HashMap<String, String>,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            format: IpcFormat::Stream,
+            compression: Compression::Zstd(crate::context::CompressParams::level(1)),
+            threads: None,
+            dictionary_deltas: false,
+            footer_metadata: HashMap::new(),
+        }
+    }
+}
+
+/// Writes Arrow IPC into byte vectors that the caller passes on to its sink. Each call
+/// appends whole messages or nothing: on error the vector is as it was.
+pub struct IpcWriter {
+    schema: SchemaRef,
+    options: WriterOptions,
+    pool: ContextPool,
+    /// Held for the writer's whole life, so a long stream keeps one warm context.
+    compressor: Option<Lease<Compressor>>,
+    encoder: StreamEncoder,
+    /// Bytes handed out so far: the offset of the next message in a file.
+    written: usize,
+    dictionary_blocks: Vec<Block>,
+    record_blocks: Vec<Block>,
+    dictionaries_seen: HashSet<i64>,
+    /// Set when a failed write left the encoder's dictionary state ahead of the output.
+    broken: Option<String>,
+    finished: bool,
+}
+
+impl IpcWriter {
+    /// Starts a writer and appends the header (file magic and schema message) to `out`.
+    pub fn try_new(
+        schema: SchemaRef,
+        options: WriterOptions,
+        pool: &ContextPool,
+        out: &mut Vec<u8>,
+    ) -> Result<Self> {
+        let write_options = IpcWriteOptions::try_new(8, false, MetadataVersion::V5)?
+            .with_dictionary_handling(if options.dictionary_deltas {
+                DictionaryHandling::Delta
+            } else {
+                DictionaryHandling::Resend
+            });
+        let encoder = StreamEncoder::try_new_with_options(&schema, write_options.clone())?;
+        let compressor = match options.compression {
+            Compression::Zstd(params) => Some(pool.compressor(params)?),
+            _ => None,
+        };
+        let schema_message = IpcDataGenerator::default()
+            .schema_to_bytes_with_dictionary_tracker(
+                &schema,
+                &mut DictionaryTracker::new(false),
+                &write_options,
+            )
+            .ipc_message;
+        let start = out.len();
+        if options.format == IpcFormat::File {
+            out.extend_from_slice(ARROW_MAGIC);
+            pad_vec(out);
+        }
+        message::frame(&schema_message, &[], out);
+        Ok(IpcWriter {
+            schema,
+            options,
+            pool: pool.clone(),
+            compressor,
+            encoder,
+            written: out.len() - start,
+            dictionary_blocks: Vec::new(),
+            record_blocks: Vec::new(),
+            dictionaries_seen: HashSet::new(),
+            broken: None,
+            finished: false,
+        })
+    }
+
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    pub fn options(&self) -> &WriterOptions {
+        &self.options
+    }
+
+    /// Batches written so far.
+    pub fn num_batches(&self) -> usize {
+        self.record_blocks.len()
+    }
+
+    /// Bytes handed out so far.
+    pub fn bytes_written(&self) -> usize {
+        self.written
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.finished {
+            return Err(Error::Ipc("the writer is closed".into()));
+        }
+        if let Some(why) = &self.broken {
+            return Err(Error::Ipc(format!(
+                "the writer cannot continue after an earlier error ({why}); close it"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Appends `batch` (its dictionaries first) to `out`.
+    pub fn write(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
+        self.check_open()?;
+        check_schema(&self.schema, batch.schema_ref())?;
+        let batch = if Schema::eq(batch.schema_ref(), &self.schema) {
+            Cow::Borrowed(batch)
+        } else {
+            // Same fields, other metadata: write under the writer's schema.
+            Cow::Owned(RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec())?)
+        };
+        let start = out.len();
+        let result = self.encode(&batch, out);
+        if result.is_err() {
+            out.truncate(start);
+        }
+        result
+    }
+
+    fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
+        // The encoder records dictionaries as sent when it encodes them; if anything below
+        // fails, the output no longer matches that record.
+        let encoded = catch_panics("encoding a batch", || Ok(self.encoder.encode(batch)?));
+        let segments = match encoded {
+            Ok(buffers) => Segments::new(buffers),
+            Err(e) => {
+                self.broken = Some(e.to_string());
+                return Err(e);
+            }
+        };
+        let mut blocks = Vec::new();
+        let start = out.len();
+        let mut pos = 0;
+        let result = (|| {
+            while let Some((meta, body_start, body_len)) = segments.next_message(&mut pos)? {
+                let msg = message::parse(&meta)?;
+                if msg.header_type() == MessageHeader::Schema {
+                    continue; // written by try_new
+                }
+                let (rb, dictionary) = batch_header(&msg)?;
+                if let Some((id, is_delta)) = dictionary {
+                    if self.options.format == IpcFormat::File
+                        && !is_delta
+                        && self.dictionaries_seen.contains(&id)
+                    {
+                        return Err(Error::Ipc(format!(
+                            "dictionary {id} changed between batches, and the IPC file format \
+                             cannot replace a dictionary: write a stream, keep one dictionary \
+                             (unify_dictionaries), or pass dictionary_deltas=True when new \
+                             batches only add entries"
+                        )));
+                    }
+                    self.dictionaries_seen.insert(id);
+                }
+                let spans = buffer_spans(&rb)?;
+                let buffers = spans
+                    .iter()
+                    .map(|&(o, l)| segments.bytes(body_start + o as usize, l as usize))
+                    .collect::<Result<Vec<_>>>()?;
+                let slices: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
+                debug_assert!(body_len >= slices.iter().map(|s| s.len()).sum::<usize>());
+                let (body, new_spans) = compress_buffers(
+                    &slices,
+                    self.options.compression,
+                    self.compressor.as_mut(),
+                    &self.pool,
+                    self.options.threads,
+                )?;
+                let meta = message::rebuild(
+                    &msg,
+                    &new_spans,
+                    body.len(),
+                    self.options.compression.wire_codec(),
+                )?;
+                let offset = self.written + (out.len() - start);
+                let header_len = message::frame(&meta, &body, out);
+                blocks.push((
+                    dictionary.is_some(),
+                    Block::new(offset as i64, header_len as i32, body.len() as i64),
+                ));
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            self.broken = Some(e.to_string());
+            return Err(e);
+        }
+        for (is_dictionary, block) in blocks {
+            if is_dictionary {
+                self.dictionary_blocks.push(block);
+            } else {
+                self.record_blocks.push(block);
+            }
+        }
+        self.written += out.len() - start;
+        Ok(())
+    }
+
+    /// Appends the end-of-stream marker (and for files the footer) to `out`, and gives the
+    /// compression context back. Idempotent.
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<()> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        self.compressor = None;
+        let start = out.len();
+        message::end_of_stream(out);
+        if self.options.format == IpcFormat::File {
+            let footer = self.footer();
+            out.extend_from_slice(&footer);
+            out.extend_from_slice(&(footer.len() as i32).to_le_bytes());
+            out.extend_from_slice(ARROW_MAGIC);
+        }
+        self.written += out.len() - start;
+        Ok(())
+    }
+
+    /// Gives the compression context back without writing anything more (a writer that is
+    /// abandoned after an error).
+    pub fn abandon(&mut self) {
+        self.finished = true;
+        self.compressor = None;
+    }
+
+    fn footer(&self) -> Vec<u8> {
+        let mut fbb = FlatBufferBuilder::new();
+        let dictionaries = fbb.create_vector(&self.dictionary_blocks);
+        let batches = fbb.create_vector(&self.record_blocks);
+        // A fresh tracker numbers dictionaries in schema order, as the schema message did.
+        let mut tracker = DictionaryTracker::new(false);
+        let schema = arrow_ipc::convert::IpcSchemaEncoder::new()
+            .with_dictionary_tracker(&mut tracker)
+            .schema_to_fb_offset(&mut fbb, &self.schema);
+        let metadata = (!self.options.footer_metadata.is_empty())
+            .then(|| arrow_ipc::convert::metadata_to_fb(&mut fbb, &self.options.footer_metadata));
+        let mut f = FooterBuilder::new(&mut fbb);
+        f.add_version(MetadataVersion::V5);
+        f.add_schema(schema);
+        f.add_dictionaries(dictionaries);
+        f.add_recordBatches(batches);
+        if let Some(m) = metadata {
+            f.add_custom_metadata(m);
+        }
+        let root = f.finish();
+        fbb.finish(root, None);
+        fbb.finished_data().to_vec()
+    }
+}
+
+/// Refuses a batch whose fields differ from the writer's in name, type or nullability
+/// (metadata may differ, as in pyarrow).
+fn check_schema(expected: &Schema, got: &Schema) -> Result<()> {
+    let same = expected.fields().len() == got.fields().len()
+        && expected.fields().iter().zip(got.fields()).all(|(a, b)| {
+            a.name() == b.name()
+                && a.is_nullable() == b.is_nullable()
+                && a.data_type().equals_datatype(b.data_type())
+        });
+    if same {
+        return Ok(());
+    }
+    Err(Error::Ipc(format!(
+        "the batch's schema does not match the writer's schema:\nwriter: {}\nbatch:  {}",
+        describe(expected),
+        describe(got)
+    )))
+}
+
+fn describe(schema: &Schema) -> String {
+    let fields: Vec<String> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            format!(
+                "{}: {}{}",
+                f.name(),
+                f.data_type(),
+                if f.is_nullable() { "" } else { " not null" }
+            )
+        })
+        .collect();
+    fields.join(", ")
+}
+
+/// The framed messages arrow-ipc's encoder produced: a list of buffers (headers, padding and
+/// the batch's own Arrow buffers, uncopied) read as one byte sequence.
+struct Segments {
+    buffers: Vec<Buffer>,
+    /// Where each buffer starts in the sequence.
+    starts: Vec<usize>,
+    len: usize,
+}
+
+impl Segments {
+    fn new(buffers: Vec<Buffer>) -> Self {
+        let mut starts = Vec::with_capacity(buffers.len());
+        let mut len = 0;
+        for b in &buffers {
+            starts.push(len);
+            len += b.len();
+        }
+        Segments {
+            buffers,
+            starts,
+            len,
+        }
+    }
+
+    /// Bytes `at..at + len`: borrowed when they sit in one buffer (always, for Arrow buffers),
+    /// copied otherwise.
+    fn bytes(&self, at: usize, len: usize) -> Result<Cow<'_, [u8]>> {
+        if len == 0 {
+            return Ok(Cow::Borrowed(&[]));
+        }
+        if at + len > self.len {
+            return Err(Error::Ipc("encoded message is shorter than its header says".into()));
+        }
+        let first = self.starts.partition_point(|&s| s <= at) - 1;
+        let off = at - self.starts[first];
+        let buf = &self.buffers[first];
+        if off + len <= buf.len() {
+            return Ok(Cow::Borrowed(&buf.as_slice()[off..off + len]));
+        }
+        let mut v = Vec::with_capacity(len);
+        let mut i = first;
+        let mut off = off;
+        while v.len() < len {
+            let b = self.buffers[i].as_slice();
+            let take = (len - v.len()).min(b.len() - off);
+            v.extend_from_slice(&b[off..off + take]);
+            i += 1;
+            off = 0;
+        }
+        Ok(Cow::Owned(v))
+    }
+
+    /// The next message at `*pos`: its metadata, where its body starts and its length.
+    fn next_message(&self, pos: &mut usize) -> Result<Option<(Vec<u8>, usize, usize)>> {
+        if *pos >= self.len {
+            return Ok(None);
+        }
+        let prefix = self.bytes(*pos, 8)?;
+        let meta_len = i32::from_le_bytes(prefix[4..8].try_into().expect("8 bytes")) as usize;
+        if meta_len == 0 {
+            return Ok(None);
+        }
+        let meta = self.bytes(*pos + 8, meta_len)?.into_owned();
+        let body_len = message::parse(&meta)?.bodyLength() as usize;
+        let body_start = *pos + 8 + meta_len;
+        *pos = body_start + body_len;
+        Ok(Some((meta, body_start, body_len)))
+    }
+}
