@@ -76,12 +76,21 @@ mod tests {
     fn plan_refuses_huge_declared_sizes() {
         let mut c = Compressor::new(CompressParams::level(1)).unwrap();
         let frame = c.compress_to_scratch(&vec![0u8; 5000]).unwrap().to_vec();
-        assert_eq!(plan_decompress(&frame, 5000).unwrap(), DecompressPlan::Exact(5000));
+        assert_eq!(
+            plan_decompress(&frame, 5000).unwrap(),
+            DecompressPlan::Exact(5000)
+        );
         let err = plan_decompress(&frame, 4999).unwrap_err();
-        assert!(err.to_string().contains("max_output_size (4999 bytes)"), "{err}");
+        assert!(
+            err.to_string().contains("max_output_size (4999 bytes)"),
+            "{err}"
+        );
         let mut two = frame.clone();
         two.extend_from_slice(&frame);
-        assert_eq!(plan_decompress(&two, 1 << 20).unwrap(), DecompressPlan::Streaming);
+        assert_eq!(
+            plan_decompress(&two, 1 << 20).unwrap(),
+            DecompressPlan::Streaming
+        );
         assert!(plan_decompress(b"", 10).is_err());
         assert!(plan_decompress(b"not zstd", 10).is_err());
     }

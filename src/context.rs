@@ -393,7 +393,9 @@ mod tests {
 
     #[test]
     fn round_trip_and_exact_size() {
-        let data: Vec<u8> = (0..100_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let data: Vec<u8> = (0..100_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
         let mut c = Compressor::new(CompressParams::level(3)).unwrap();
         let frame = c.compress_to_scratch(&data).unwrap().to_vec();
         assert!(frame.len() < data.len());
@@ -414,7 +416,10 @@ mod tests {
         let err = d.decompress_streaming(&frame, 1000).unwrap_err();
         assert!(matches!(err, Error::Limit(_)), "{err}");
         // The exact limit is allowed.
-        assert_eq!(d.decompress_streaming(&frame, 1 << 20).unwrap().len(), 1 << 20);
+        assert_eq!(
+            d.decompress_streaming(&frame, 1 << 20).unwrap().len(),
+            1 << 20
+        );
     }
 
     #[test]

@@ -21,7 +21,11 @@ pub fn available_threads() -> usize {
 
 /// Threads to use for `items` pieces of `total_bytes`: the caller's choice, capped at the
 /// number of pieces, or (for `None`) as many as the size justifies.
-pub fn resolve_threads(requested: Option<usize>, total_bytes: usize, items: usize) -> Result<usize> {
+pub fn resolve_threads(
+    requested: Option<usize>,
+    total_bytes: usize,
+    items: usize,
+) -> Result<usize> {
     let items = items.max(1);
     match requested {
         Some(0) => Err(Error::Parameter(
@@ -39,7 +43,12 @@ pub fn resolve_threads(requested: Option<usize>, total_bytes: usize, items: usiz
 /// Runs `work(ctx, index, item)` for every item and returns the results in item order.
 /// With `threads > 1`, each thread makes its own context with `make` and takes the next item
 /// from a shared counter; the first failure (by item index) is returned and the rest stop.
-pub fn for_each_parallel<T, C, R, M, W>(items: &[T], threads: usize, make: M, work: W) -> Result<Vec<R>>
+pub fn for_each_parallel<T, C, R, M, W>(
+    items: &[T],
+    threads: usize,
+    make: M,
+    work: W,
+) -> Result<Vec<R>>
 where
     T: Sync,
     R: Send,
@@ -81,7 +90,10 @@ where
                     }
                     mine.push((i, r));
                 }
-                results.lock().unwrap_or_else(|p| p.into_inner()).extend(mine);
+                results
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .extend(mine);
             });
         }
     });
@@ -91,11 +103,17 @@ where
         let (_, err) = results.swap_remove(pos);
         return Err(err.err().expect("position found an error"));
     }
-    Ok(results.into_iter().map(|(_, r)| r.ok().expect("no errors left")).collect())
+    Ok(results
+        .into_iter()
+        .map(|(_, r)| r.ok().expect("no errors left"))
+        .collect())
 }
 
 fn push<R>(results: &Mutex<Vec<(usize, Result<R>)>>, i: usize, r: Result<R>) {
-    results.lock().unwrap_or_else(|p| p.into_inner()).push((i, r));
+    results
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((i, r));
 }
 
 #[cfg(test)]
@@ -107,9 +125,18 @@ mod tests {
         let items: Vec<usize> = (0..100).collect();
         let out = for_each_parallel(&items, 4, || Ok(0usize), |_, i, x| Ok(i * 1000 + x)).unwrap();
         assert_eq!(out, (0..100).map(|i| i * 1001).collect::<Vec<_>>());
-        let err = for_each_parallel(&items, 1, || Ok(()), |_, i, _| {
-            if i >= 7 { Err(Error::Corrupt(format!("item {i}"))) } else { Ok(i) }
-        })
+        let err = for_each_parallel(
+            &items,
+            1,
+            || Ok(()),
+            |_, i, _| {
+                if i >= 7 {
+                    Err(Error::Corrupt(format!("item {i}")))
+                } else {
+                    Ok(i)
+                }
+            },
+        )
         .unwrap_err();
         assert_eq!(err.to_string(), "item 7");
     }

@@ -222,7 +222,9 @@ struct Shared {
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, IdleLists> {
         // A panic while holding the lock leaves only counters behind; the lists stay usable.
-        self.idle.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.idle
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Frees expired contexts, at most once per half timeout, so the check costs nothing
@@ -476,13 +478,17 @@ impl<T: Pooled> Deref for Lease<T> {
     type Target = T;
     fn deref(&self) -> &T {
         // Present from construction until drop or discard, both of which consume the lease.
-        self.ctx.as_ref().expect("lease holds its context until dropped")
+        self.ctx
+            .as_ref()
+            .expect("lease holds its context until dropped")
     }
 }
 
 impl<T: Pooled> DerefMut for Lease<T> {
     fn deref_mut(&mut self) -> &mut T {
-        self.ctx.as_mut().expect("lease holds its context until dropped")
+        self.ctx
+            .as_mut()
+            .expect("lease holds its context until dropped")
     }
 }
 
@@ -569,10 +575,27 @@ mod tests {
         let p = CompressParams::level(5);
         let small: Vec<u8> = (0..4000u32).map(|i| (i * 7 % 13) as u8).collect();
         let big: Vec<u8> = (0..4_000_000u32).map(|i| (i % 97) as u8).collect();
-        let first = pool.compressor(p).unwrap().compress_to_scratch(&small).unwrap().to_vec();
-        pool.compressor(p).unwrap().compress_to_scratch(&big).unwrap();
-        let again = pool.compressor(p).unwrap().compress_to_scratch(&small).unwrap().to_vec();
-        let fresh = Compressor::new(p).unwrap().compress_to_scratch(&small).unwrap().to_vec();
+        let first = pool
+            .compressor(p)
+            .unwrap()
+            .compress_to_scratch(&small)
+            .unwrap()
+            .to_vec();
+        pool.compressor(p)
+            .unwrap()
+            .compress_to_scratch(&big)
+            .unwrap();
+        let again = pool
+            .compressor(p)
+            .unwrap()
+            .compress_to_scratch(&small)
+            .unwrap()
+            .to_vec();
+        let fresh = Compressor::new(p)
+            .unwrap()
+            .compress_to_scratch(&small)
+            .unwrap()
+            .to_vec();
         assert_eq!(first, again);
         assert_eq!(first, fresh);
         assert_eq!(pool.stats().created, 1);
@@ -591,7 +614,9 @@ mod tests {
         let kept = pool.stats().scratch_bytes;
         assert!(kept > 0 && kept <= 1 << 16, "{kept}");
         let mut c = pool.compressor(p).unwrap();
-        let noise: Vec<u8> = (0..1u32 << 20).map(|i| (i.wrapping_mul(2654435761) >> 24) as u8).collect();
+        let noise: Vec<u8> = (0..1u32 << 20)
+            .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+            .collect();
         c.compress_to_scratch(&noise).unwrap();
         assert!(c.scratch_bytes() > 1 << 16);
         drop(c);
@@ -634,7 +659,8 @@ mod tests {
                 scope.spawn(move || {
                     for i in 0..50 {
                         let level = (t + i) % 9 + 1;
-                        let data: Vec<u8> = (0..(i * 997 + t * 31)).map(|x| (x % 31) as u8).collect();
+                        let data: Vec<u8> =
+                            (0..(i * 997 + t * 31)).map(|x| (x % 31) as u8).collect();
                         let frame = pool
                             .compressor(CompressParams::level(level as i32))
                             .unwrap()

@@ -7,7 +7,7 @@ writer and IPC reader borrows one and gives it back.
 
 from __future__ import annotations
 
-from zstdpool import errors
+from zstdpool import errors, ipc
 from zstdpool._zstdpool import (
     DEFAULT_LEVEL,
     DEFAULT_MAX_OUTPUT_SIZE,
@@ -66,5 +66,6 @@ __all__ = [
     "decompressor",
     "default_pool",
     "errors",
+    "ipc",
     "pool_stats",
 ]

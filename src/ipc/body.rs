@@ -94,7 +94,12 @@ pub fn compress_buffers(
         let mut primary = primary;
         for src in buffers {
             let start = body.len();
-            encode_buffer(src, compression, primary.as_deref_mut().map(|l| &mut **l), &mut body)?;
+            encode_buffer(
+                src,
+                compression,
+                primary.as_deref_mut().map(|l| &mut **l),
+                &mut body,
+            )?;
             spans.push((start, body.len() - start));
             body.resize(body.len() + padding(body.len()), 0);
         }
@@ -166,7 +171,9 @@ pub fn decompress_buffers(
     threads: Option<usize>,
 ) -> Result<(Vec<u8>, Vec<(usize, usize)>)> {
     if codec != CompressionType::ZSTD && codec != CompressionType::LZ4_FRAME {
-        return Err(Error::Ipc(format!("unsupported body compression codec {codec:?}")));
+        return Err(Error::Ipc(format!(
+            "unsupported body compression codec {codec:?}"
+        )));
     }
     let mut sources = Vec::with_capacity(spans.len());
     let mut out_spans = Vec::with_capacity(spans.len());
@@ -309,7 +316,9 @@ mod tests {
         vec![
             (0..10_000u32).flat_map(|i| (i / 7).to_le_bytes()).collect(),
             vec![],
-            (0..97u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect(),
+            (0..97u32)
+                .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+                .collect(),
             vec![5u8; 3],
         ]
     }
@@ -335,7 +344,8 @@ mod tests {
             let (o, _) = spans1[2];
             assert_eq!(i64::from_le_bytes(body1[o..o + 8].try_into().unwrap()), -1);
             assert_eq!(spans1[1].1, 0);
-            let spans: Vec<(i64, i64)> = spans1.iter().map(|&(o, l)| (o as i64, l as i64)).collect();
+            let spans: Vec<(i64, i64)> =
+                spans1.iter().map(|&(o, l)| (o as i64, l as i64)).collect();
             let mut d = None;
             for threads in [Some(1), Some(4)] {
                 let (out, out_spans) = decompress_buffers(
@@ -369,12 +379,24 @@ mod tests {
         let mut body = (1i64 << 40).to_le_bytes().to_vec();
         body.extend_from_slice(&[0u8; 8]);
         let err = run(&body, &[(0, 16)], &mut d).unwrap_err();
-        assert!(err.to_string().contains("max_buffer_size (1000 bytes)"), "{err}");
-        assert!(run(&body, &[(8, 16)], &mut d).unwrap_err().to_string().contains("outside"));
+        assert!(
+            err.to_string().contains("max_buffer_size (1000 bytes)"),
+            "{err}"
+        );
+        assert!(run(&body, &[(8, 16)], &mut d)
+            .unwrap_err()
+            .to_string()
+            .contains("outside"));
         assert!(run(&body, &[(-1, 4)], &mut d).is_err());
-        assert!(run(&body, &[(0, 4)], &mut d).unwrap_err().to_string().contains("too short"));
+        assert!(run(&body, &[(0, 4)], &mut d)
+            .unwrap_err()
+            .to_string()
+            .contains("too short"));
         let body = (-5i64).to_le_bytes();
-        assert!(run(&body, &[(0, 8)], &mut d).unwrap_err().to_string().contains("negative"));
+        assert!(run(&body, &[(0, 8)], &mut d)
+            .unwrap_err()
+            .to_string()
+            .contains("negative"));
         // Two buffers that each pass the buffer limit but together pass the batch limit.
         let mut c = Compressor::new(CompressParams::level(1)).unwrap();
         let frame = c.compress_to_scratch(&[1u8; 900]).unwrap().to_vec();

@@ -78,7 +78,10 @@ pub fn rebuild(
 ) -> Result<Vec<u8>> {
     let (rb, dictionary) = batch_header(msg)?;
     let mut fbb = FlatBufferBuilder::with_capacity(256 + spans.len() * 16);
-    let nodes: Vec<FieldNode> = rb.nodes().map(|n| n.iter().copied().collect()).unwrap_or_default();
+    let nodes: Vec<FieldNode> = rb
+        .nodes()
+        .map(|n| n.iter().copied().collect())
+        .unwrap_or_default();
     let nodes = fbb.create_vector(&nodes);
     let buffers: Vec<arrow_ipc::Buffer> = spans
         .iter()

@@ -12,8 +12,8 @@ use arrow_ipc::reader::{read_dictionary, RecordBatchDecoder};
 use arrow_ipc::{Block, Message, MessageHeader, MetadataVersion};
 use arrow_schema::{Schema, SchemaRef};
 
-pub use super::body::ReadLimits;
 use super::body::decompress_buffers;
+pub use super::body::ReadLimits;
 use super::message::{self, batch_header, buffer_spans};
 use super::ARROW_MAGIC;
 use crate::context::Decompressor;
@@ -274,7 +274,9 @@ fn schema_from_fb(fb: arrow_ipc::Schema<'_>) -> Result<Schema> {
     if fb.endianness() != arrow_ipc::Endianness::Little {
         return Err(Error::Ipc("big-endian IPC data is not supported".into()));
     }
-    catch_panics("reading the schema", || Ok(arrow_ipc::convert::fb_to_schema(fb)))
+    catch_panics("reading the schema", || {
+        Ok(arrow_ipc::convert::fb_to_schema(fb))
+    })
 }
 
 /// Reads an IPC stream one batch at a time.
@@ -332,7 +334,9 @@ impl<S: Source> StreamReader<S> {
             let msg = message::parse(&meta)?;
             let body_len = body_length(&msg, &self.decoder.limits)?;
             if msg.header_type() == MessageHeader::Schema {
-                return Err(Error::Ipc("a second schema message inside the stream".into()));
+                return Err(Error::Ipc(
+                    "a second schema message inside the stream".into(),
+                ));
             }
             let body = read_exact(&mut self.source, body_len, "a message body")?;
             if let Some(batch) = self.decoder.decode(&meta, body)? {
@@ -410,8 +414,14 @@ impl<S: RandomSource> FileReader<S> {
                 .schema()
                 .ok_or_else(|| Error::Ipc("IPC file footer without a schema".into()))?,
         )?;
-        let blocks = footer.recordBatches().map(|b| b.iter().copied().collect()).unwrap_or_default();
-        let dictionary_blocks = footer.dictionaries().map(|b| b.iter().copied().collect()).unwrap_or_default();
+        let blocks = footer
+            .recordBatches()
+            .map(|b| b.iter().copied().collect())
+            .unwrap_or_default();
+        let dictionary_blocks = footer
+            .dictionaries()
+            .map(|b| b.iter().copied().collect())
+            .unwrap_or_default();
         let mut metadata = HashMap::new();
         if let Some(kvs) = footer.custom_metadata() {
             for kv in kvs {
@@ -444,7 +454,8 @@ impl<S: RandomSource> FileReader<S> {
     }
 
     fn read_block(&mut self, block: &Block) -> Result<Option<RecordBatch>> {
-        let (offset, meta_len, body_len) = (block.offset(), block.metaDataLength(), block.bodyLength());
+        let (offset, meta_len, body_len) =
+            (block.offset(), block.metaDataLength(), block.bodyLength());
         let bad = || {
             Error::Ipc(format!(
                 "corrupt IPC file: block (offset {offset}, header {meta_len}, body {body_len}) \
@@ -464,7 +475,9 @@ impl<S: RandomSource> FileReader<S> {
         }
         let framed = self.source.read_at(offset, meta_len)?;
         let meta = read_message_meta(&mut BytesSource::new(framed), &self.decoder.limits)?
-            .ok_or_else(|| Error::Ipc("corrupt IPC file: a block points at an end-of-stream marker".into()))?;
+            .ok_or_else(|| {
+                Error::Ipc("corrupt IPC file: a block points at an end-of-stream marker".into())
+            })?;
         let msg = message::parse(&meta)?;
         let declared = body_length(&msg, &self.decoder.limits)?;
         if declared > body_len {
@@ -484,7 +497,11 @@ impl<S: RandomSource> FileReader<S> {
             return Ok(());
         }
         for (i, block) in self.dictionary_blocks.clone().iter().enumerate() {
-            if self.read_block(block).map_err(|e| tag(e, &format!("dictionary {i}")))?.is_some() {
+            if self
+                .read_block(block)
+                .map_err(|e| tag(e, &format!("dictionary {i}")))?
+                .is_some()
+            {
                 return Err(Error::Ipc(format!(
                     "corrupt IPC file: dictionary block {i} holds a record batch"
                 )));
@@ -503,9 +520,13 @@ impl<S: RandomSource> FileReader<S> {
             ))
         })?;
         self.load_dictionaries()?;
-        let batch = self.read_block(&block).map_err(|e| tag(e, &format!("record batch {i}")))?;
+        let batch = self
+            .read_block(&block)
+            .map_err(|e| tag(e, &format!("record batch {i}")))?;
         batch.ok_or_else(|| {
-            Error::Ipc(format!("corrupt IPC file: record batch block {i} holds a dictionary"))
+            Error::Ipc(format!(
+                "corrupt IPC file: record batch block {i} holds a dictionary"
+            ))
         })
     }
 
@@ -544,7 +565,9 @@ mod tests {
             schema,
             vec![
                 Arc::new(Int32Array::from_iter_values(0..n)),
-                Arc::new(StringArray::from_iter((0..n).map(|i| (i % 3 != 0).then(|| format!("v{}", i % 10))))),
+                Arc::new(StringArray::from_iter(
+                    (0..n).map(|i| (i % 3 != 0).then(|| format!("v{}", i % 10))),
+                )),
             ],
         )
         .unwrap()
@@ -553,7 +576,11 @@ mod tests {
     fn write(format: IpcFormat, compression: Compression, batches: &[RecordBatch]) -> Vec<u8> {
         let pool = ContextPool::default();
         let mut out = Vec::new();
-        let options = WriterOptions { format, compression, ..Default::default() };
+        let options = WriterOptions {
+            format,
+            compression,
+            ..Default::default()
+        };
         let mut w = IpcWriter::try_new(batches[0].schema(), options, &pool, &mut out).unwrap();
         for b in batches {
             w.write(b, &mut out).unwrap();
@@ -564,7 +591,11 @@ mod tests {
 
     const CODECS: [Compression; 3] = [
         Compression::None,
-        Compression::Zstd(CompressParams { level: 1, checksum: false, window_log: 0 }),
+        Compression::Zstd(CompressParams {
+            level: 1,
+            checksum: false,
+            window_log: 0,
+        }),
         Compression::Lz4,
     ];
 
@@ -573,11 +604,13 @@ mod tests {
         let batches = vec![batch(1000), batch(0), batch(7)];
         for compression in CODECS {
             let stream = write(IpcFormat::Stream, compression, &batches);
-            let r = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(&stream), None).unwrap();
+            let r = arrow_ipc::reader::StreamReader::try_new(std::io::Cursor::new(&stream), None)
+                .unwrap();
             let got: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
             assert_eq!(got, batches, "{compression:?}");
             let file = write(IpcFormat::File, compression, &batches);
-            let r = arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(&file), None).unwrap();
+            let r =
+                arrow_ipc::reader::FileReader::try_new(std::io::Cursor::new(&file), None).unwrap();
             let got: Vec<RecordBatch> = r.map(|b| b.unwrap()).collect();
             assert_eq!(got, batches, "{compression:?}");
         }
@@ -586,17 +619,34 @@ mod tests {
     #[test]
     fn we_read_what_arrow_rs_writes() {
         let batches = vec![batch(500), batch(3)];
-        for codec in [None, Some(arrow_ipc::CompressionType::ZSTD), Some(arrow_ipc::CompressionType::LZ4_FRAME)] {
-            let options = arrow_ipc::writer::IpcWriteOptions::default().try_with_compression(codec).unwrap();
+        for codec in [
+            None,
+            Some(arrow_ipc::CompressionType::ZSTD),
+            Some(arrow_ipc::CompressionType::LZ4_FRAME),
+        ] {
+            let options = arrow_ipc::writer::IpcWriteOptions::default()
+                .try_with_compression(codec)
+                .unwrap();
             let mut bytes = Vec::new();
-            let mut w = arrow_ipc::writer::StreamWriter::try_new_with_options(&mut bytes, &batches[0].schema(), options).unwrap();
+            let mut w = arrow_ipc::writer::StreamWriter::try_new_with_options(
+                &mut bytes,
+                &batches[0].schema(),
+                options,
+            )
+            .unwrap();
             for b in &batches {
                 w.write(b).unwrap();
             }
             w.finish().unwrap();
             drop(w);
             let pool = ContextPool::default();
-            let mut r = StreamReader::try_new(BytesSource::new(Buffer::from_vec(bytes)), ReadLimits::default(), &pool, None).unwrap();
+            let mut r = StreamReader::try_new(
+                BytesSource::new(Buffer::from_vec(bytes)),
+                ReadLimits::default(),
+                &pool,
+                None,
+            )
+            .unwrap();
             let mut got = Vec::new();
             while let Some(b) = r.next_batch().unwrap() {
                 got.push(b);
@@ -611,7 +661,13 @@ mod tests {
         let batches = vec![batch(10), batch(20), batch(30)];
         let file = write(IpcFormat::File, CODECS[1], &batches);
         let pool = ContextPool::default();
-        let mut r = FileReader::try_new(BytesSource::new(Buffer::from_vec(file)), ReadLimits::default(), &pool, None).unwrap();
+        let mut r = FileReader::try_new(
+            BytesSource::new(Buffer::from_vec(file)),
+            ReadLimits::default(),
+            &pool,
+            None,
+        )
+        .unwrap();
         assert_eq!(r.num_batches(), 3);
         assert_eq!(r.batch(2).unwrap(), batches[2]);
         assert_eq!(r.batch(0).unwrap(), batches[0]);
@@ -626,13 +682,14 @@ mod tests {
         let pool = ContextPool::default();
         for cut in 0..stream.len() {
             let source = BytesSource::new(Buffer::from(&stream[..cut]));
-            let result = StreamReader::try_new(source, ReadLimits::default(), &pool, None).and_then(|mut r| {
-                let mut n = 0;
-                while r.next_batch()?.is_some() {
-                    n += 1;
-                }
-                Ok(n)
-            });
+            let result = StreamReader::try_new(source, ReadLimits::default(), &pool, None)
+                .and_then(|mut r| {
+                    let mut n = 0;
+                    while r.next_batch()?.is_some() {
+                        n += 1;
+                    }
+                    Ok(n)
+                });
             // A cut between messages is a shorter valid stream; anything else is an error.
             if let Ok(n) = result {
                 assert!(n <= 2);
@@ -651,10 +708,12 @@ mod tests {
                 bad[i] ^= flip;
                 let run = std::panic::catch_unwind(|| {
                     let source = BytesSource::new(Buffer::from_vec(bad));
-                    StreamReader::try_new(source, ReadLimits::default(), &pool, None).and_then(|mut r| {
-                        while r.next_batch()?.is_some() {}
-                        Ok(())
-                    })
+                    StreamReader::try_new(source, ReadLimits::default(), &pool, None).and_then(
+                        |mut r| {
+                            while r.next_batch()?.is_some() {}
+                            Ok(())
+                        },
+                    )
                 });
                 assert!(run.is_ok(), "a flip of byte {i} by {flip:#x} panicked");
             }

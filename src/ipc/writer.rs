@@ -159,7 +159,10 @@ impl IpcWriter {
             Cow::Borrowed(batch)
         } else {
             // Same fields, other metadata: write under the writer's schema.
-            Cow::Owned(RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec())?)
+            Cow::Owned(RecordBatch::try_new(
+                self.schema.clone(),
+                batch.columns().to_vec(),
+            )?)
         };
         let start = out.len();
         let result = self.encode(&batch, out);
@@ -366,7 +369,9 @@ impl Segments {
             return Ok(Cow::Borrowed(&[]));
         }
         if at + len > self.len {
-            return Err(Error::Ipc("encoded message is shorter than its header says".into()));
+            return Err(Error::Ipc(
+                "encoded message is shorter than its header says".into(),
+            ));
         }
         let first = self.starts.partition_point(|&s| s <= at) - 1;
         let off = at - self.starts[first];

@@ -65,13 +65,14 @@ fn decompress_into_one(
         }
     }
     let dst = out.as_mut_slice();
-    py.detach(|| d.decompress_into(src, dst)).map_err(|e| match e {
-        Error::Corrupt(m) if m.contains("Destination buffer is too small") => Error::Limit(format!(
-            "the decompressed data does not fit the output buffer ({room} bytes)"
-        )),
-        other => other,
-    })
-    .map_err(PyErr::from)
+    py.detach(|| d.decompress_into(src, dst))
+        .map_err(|e| match e {
+            Error::Corrupt(m) if m.contains("Destination buffer is too small") => Error::Limit(
+                format!("the decompressed data does not fit the output buffer ({room} bytes)"),
+            ),
+            other => other,
+        })
+        .map_err(PyErr::from)
 }
 
 /// Compresses `data` (any bytes-like object) into one standard zstd frame, with a warm
@@ -87,7 +88,8 @@ pub fn compress<'py>(
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let view = ByteView::new(data, "data")?;
-    let mut lease = pool_or_default(pool).compressor(compress_params(level, checksum, window_log))?;
+    let mut lease =
+        pool_or_default(pool).compressor(compress_params(level, checksum, window_log))?;
     compress_one(py, &mut lease, &view)
 }
 
@@ -164,7 +166,11 @@ pub struct PyCompressor {
 #[pymethods]
 impl PyCompressor {
     /// Compresses `data` into one zstd frame (bytes of exactly the frame's size).
-    fn compress<'py>(&self, py: Python<'py>, data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyBytes>> {
+    fn compress<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
         let view = ByteView::new(data, "data")?;
         let mut lease = self.lease.take()?;
         compress_one(py, &mut lease, &view)
@@ -197,7 +203,10 @@ impl PyCompressor {
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
         if slf.lease.is_closed() {
-            return Err(new_err("ClosedError", "I/O operation on a closed Compressor"));
+            return Err(new_err(
+                "ClosedError",
+                "I/O operation on a closed Compressor",
+            ));
         }
         Ok(slf)
     }
@@ -243,7 +252,12 @@ impl PyDecompressor {
     }
 
     /// Decompresses into the writable buffer `out`; returns the number of bytes written.
-    fn decompress_into(&self, py: Python<'_>, data: &Bound<'_, PyAny>, out: &Bound<'_, PyAny>) -> PyResult<usize> {
+    fn decompress_into(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+    ) -> PyResult<usize> {
         let view = ByteView::new(data, "data")?;
         let mut dst = ByteView::new_writable(out, "out")?;
         let mut lease = self.lease.take()?;
@@ -267,7 +281,10 @@ impl PyDecompressor {
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
         if slf.lease.is_closed() {
-            return Err(new_err("ClosedError", "I/O operation on a closed Decompressor"));
+            return Err(new_err(
+                "ClosedError",
+                "I/O operation on a closed Decompressor",
+            ));
         }
         Ok(slf)
     }
@@ -333,7 +350,8 @@ pub fn compress_many<'py>(
             || pool.compressor(params),
             |c, i, src| {
                 let mut out = Vec::new();
-                c.compress_append(src, &mut out).map_err(|e| at_index(i, e))?;
+                c.compress_append(src, &mut out)
+                    .map_err(|e| at_index(i, e))?;
                 Ok(out)
             },
         )

@@ -1,7 +1,7 @@
 //! The one place core errors become Python exceptions. The exception classes live in
 //! `zstdpool/errors.py` so that they can subclass both `ZstdError` and `ValueError`.
 
-use pyo3::exceptions::{PyMemoryError, PyOSError};
+use pyo3::exceptions::PyMemoryError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyType;
@@ -37,9 +37,4 @@ impl From<Error> for PyErr {
             Error::Io(io) => PyErr::from(io),
         }
     }
-}
-
-/// An OSError for I/O failures that carry no errno.
-pub fn os_error(msg: impl Into<String>) -> PyErr {
-    PyOSError::new_err(msg.into())
 }

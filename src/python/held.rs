@@ -51,7 +51,10 @@ impl<T> Held<T> {
                 *state = other;
                 drop(state);
                 Err(if closed {
-                    new_err("ClosedError", format!("I/O operation on a closed {}", self.what))
+                    new_err(
+                        "ClosedError",
+                        format!("I/O operation on a closed {}", self.what),
+                    )
                 } else {
                     new_err(
                         "BusyError",
@@ -90,10 +93,6 @@ impl<T> Held<T> {
             State::Ready(v) => Some(f(v)),
             _ => None,
         }
-    }
-
-    pub fn what(&self) -> &'static str {
-        self.what
     }
 }
 

@@ -4,6 +4,9 @@ mod buffer;
 mod codec;
 mod errors;
 mod held;
+mod io;
+mod ipc_reader;
+mod ipc_writer;
 mod pool;
 
 use pyo3::prelude::*;
@@ -16,7 +19,10 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MIN_LEVEL", crate::context::min_level())?;
     m.add("MAX_LEVEL", crate::context::max_level())?;
     m.add("DEFAULT_LEVEL", crate::context::DEFAULT_LEVEL)?;
-    m.add("DEFAULT_MAX_OUTPUT_SIZE", crate::codec::DEFAULT_MAX_OUTPUT_SIZE)?;
+    m.add(
+        "DEFAULT_MAX_OUTPUT_SIZE",
+        crate::codec::DEFAULT_MAX_OUTPUT_SIZE,
+    )?;
     m.add_class::<pool::PyContextPool>()?;
     m.add_class::<codec::PyCompressor>()?;
     m.add_class::<codec::PyDecompressor>()?;
@@ -29,6 +35,17 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(codec::decompressor, m)?)?;
     m.add_function(wrap_pyfunction!(codec::compress_many, m)?)?;
     m.add_function(wrap_pyfunction!(codec::decompress_many, m)?)?;
+    m.add_class::<ipc_writer::PyIpcWriter>()?;
+    m.add_class::<ipc_reader::PyIpcStreamReader>()?;
+    m.add_class::<ipc_reader::PyIpcFileReader>()?;
+    m.add_function(wrap_pyfunction!(ipc_writer::new_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_writer::new_file, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_writer::write_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_writer::write_file, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_reader::open_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_reader::open_file, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_reader::read_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_reader::read_file, m)?)?;
     Ok(())
 }
 

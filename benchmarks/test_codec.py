@@ -1,0 +1,121 @@
+"""Codec benchmarks (pytest-benchmark): zstdpool against its peers, grouped by input size.
+
+Benchmarking is off by default (``--benchmark-disable`` in pyproject), so a plain ``pytest``
+runs each case once as a smoke test; every case still checks that its result round-trips.
+Measure with ``pytest benchmarks --benchmark-enable`` (or ``--benchmark-only``). The data
+and the contenders are those of ``python -m zstdpool bench`` (zstdpool._bench).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from zstdpool import _bench
+from zstdpool.__main__ import main
+from zstdpool._bench import (
+    COMPRESSORS,
+    DECOMPRESSORS,
+    MANY_COMPRESSORS,
+    CodecImpl,
+    KiB,
+    MiB,
+    Timed,
+    check_compressed,
+    check_compressed_many,
+    check_decompressed,
+    format_size,
+    sample_buffers,
+    sample_data,
+    sample_frame,
+)
+
+SIZES = (1 * KiB, 64 * KiB, 4 * MiB)
+LEVEL = 3
+MANY = (1000, 16 * KiB)
+
+T = TypeVar("T")
+
+
+@pytest.fixture
+def stack() -> Iterator[ExitStack]:
+    """Closes what a contender's setup opened (e.g. a zstdpool lease)."""
+    with ExitStack() as s:
+        yield s
+
+
+def bind(impl: CodecImpl[T], stack: ExitStack, arg: T, n: int) -> Timed:
+    """The timed call of ``impl``; skips the test if its library or feature is missing."""
+    for module in impl.requires:
+        pytest.importorskip(module)
+    try:
+        return impl.bind(stack, arg, n)
+    except _bench.Unavailable as e:
+        pytest.skip(str(e))
+
+
+@pytest.mark.parametrize("impl", COMPRESSORS, ids=lambda i: i.id)
+@pytest.mark.parametrize("size", SIZES, ids=format_size)
+def test_compress(benchmark: Any, stack: ExitStack, size: int, impl: CodecImpl[bytes]) -> None:
+    data = sample_data(size)
+    fn = bind(impl, stack, data, LEVEL)
+    benchmark.group = f"compress {format_size(size)} L{LEVEL}"
+    check_compressed(data, benchmark(fn))
+
+
+@pytest.mark.parametrize("impl", DECOMPRESSORS, ids=lambda i: i.id)
+@pytest.mark.parametrize("size", SIZES, ids=format_size)
+def test_decompress(benchmark: Any, stack: ExitStack, size: int, impl: CodecImpl[bytes]) -> None:
+    fn = bind(impl, stack, sample_frame(size, LEVEL), size)
+    benchmark.group = f"decompress {format_size(size)}"
+    check_decompressed(sample_data(size), benchmark(fn))
+
+
+@pytest.mark.parametrize("impl", MANY_COMPRESSORS, ids=lambda i: i.id)
+def test_compress_many(benchmark: Any, stack: ExitStack, impl: CodecImpl[list[bytes]]) -> None:
+    count, size = MANY
+    buffers = sample_buffers(count, size)
+    fn = bind(impl, stack, buffers, LEVEL)
+    benchmark.group = f"compress_many {count}x{format_size(size)} L{LEVEL}"
+    check_compressed_many(buffers, benchmark(fn))
+
+
+def test_sample_data_is_realistic() -> None:
+    """Neither all zeros nor random: compressible, but not trivially."""
+    data = sample_data(64 * KiB)
+    assert len(data) == 64 * KiB and sample_data(64 * KiB) == data
+    ratio = len(sample_frame(64 * KiB, LEVEL)) / len(data)
+    assert 0.05 < ratio < 0.6
+    assert [len(b) for b in sample_buffers(4, 1 * KiB)] == [1 * KiB] * 4
+
+
+def test_bench_command_tiny(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``zstdpool bench`` end to end, shrunk to a smoke run so that it cannot rot."""
+    monkeypatch.setenv("ZSTDPOOL_BENCH_TINY", "1")
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--json", str(out)]) == 0
+    table = capsys.readouterr().out
+    assert "zstdpool.compress" in table and "ratio" in table
+    report = json.loads(out.read_text())
+    assert report["profile"]["name"] == "tiny"
+    assert report["versions"]["zstdpool"]
+    assert {"platform", "cpu_count", "python"} <= report["machine"].keys()
+    for workload in report["workloads"]:
+        first = workload["contenders"][0]
+        assert first["label"].startswith("zstdpool") and first["status"] == "ok"
+        assert first["ratio"] == 1.0 and len(first["per_call_ns"]) == workload["rounds"]
+        assert all(c["status"] != "failed" for c in workload["contenders"]), workload
+
+
+def test_bench_command_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([]) == 2
+    assert main(["bench", "--no-such-flag"]) == 2
+    assert main(["bench", "--tiny", "--filter", "no workload is called this"]) == 2
+    assert main(["bench", "--help"]) == 0
+    assert "--filter" in capsys.readouterr().out

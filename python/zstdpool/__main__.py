@@ -1,0 +1,164 @@
+"""The ``zstdpool`` command line (also ``python -m zstdpool``).
+
+Each subcommand is one ``_add_<name>(subparsers)`` function that adds its parser and sets
+``run`` (a function of the parsed arguments returning the exit code); list it in
+:data:`COMMANDS`. Exit codes: 0 ok, 1 failure, 2 bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+Subparsers = Any  # argparse._SubParsersAction, which is private
+Run = Callable[[argparse.Namespace], int]
+
+
+def _usage_error(parser: argparse.ArgumentParser, message: str) -> int:
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+# --------------------------------------------------------------------------------------------
+# bench
+
+
+def _add_bench(subparsers: Subparsers) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="compare zstdpool with other zstd libraries, side by side",
+        description=(
+            "Time zstdpool and its peers (python-zstandard, backports.zstd, cramjam, pyarrow, "
+            "...) on the same workloads, interleaved to share the noise of a busy machine. "
+            "Prints the median time per call and the ratio peer time / zstdpool time (above "
+            "1: zstdpool is faster). Peers that are not installed are skipped with a note."
+        ),
+    )
+    size = p.add_mutually_exclusive_group()
+    size.add_argument(
+        "--quick",
+        dest="profile",
+        action="store_const",
+        const="quick",
+        help="a short run, under a minute on two cores (default)",
+    )
+    size.add_argument(
+        "--full",
+        dest="profile",
+        action="store_const",
+        const="full",
+        help="more rounds and larger inputs; takes several minutes",
+    )
+    # A smoke run of a second or two for the test suite (also ZSTDPOOL_BENCH_TINY=1).
+    size.add_argument(
+        "--tiny", dest="profile", action="store_const", const="tiny", help=argparse.SUPPRESS
+    )
+    p.add_argument(
+        "--filter",
+        metavar="SUBSTRING",
+        action="append",
+        default=[],
+        help="run only workloads whose group or name contains SUBSTRING (case-insensitive; "
+        "repeat to run several)",
+    )
+    p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--json", metavar="PATH", help="write every figure and machine info to PATH")
+    p.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="draw the ratios as a bar chart into PATH (e.g. bench.png); needs matplotlib",
+    )
+    p.set_defaults(run=_run_bench, profile="quick", parser=p)
+
+
+def _writable(path: str) -> bool:
+    parent = os.path.dirname(os.path.abspath(path))
+    return os.path.isdir(parent) and os.access(parent, os.W_OK)
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    from zstdpool import _bench
+
+    parser: argparse.ArgumentParser = args.parser
+    profile = _bench.PROFILES["tiny" if _bench.tiny_requested() else args.profile]
+    workloads = _bench.load_workloads(profile, args.filter)
+    if args.list:
+        for w in workloads:
+            print(f"{w.group:8}  {w.name:32}  {w.description}")
+        return EXIT_OK
+    if not workloads:
+        return _usage_error(parser, f"no workload matches {' or '.join(map(repr, args.filter))}")
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path is not None and not _writable(path):
+            return _usage_error(parser, f"{option}: cannot write {path!r}")
+    if args.plot is not None and not _bench.have_matplotlib():
+        return _usage_error(parser, _bench.PLOT_HINT)
+
+    report = _bench.run(workloads, profile)
+    print(_bench.format_table(report))
+    if args.json is not None:
+        _bench.write_json(report, args.json)
+        print(f"wrote {args.json}", file=sys.stderr)
+    if args.plot is not None:
+        try:
+            _bench.plot(report, args.plot)
+        except RuntimeError as e:
+            print(f"{parser.prog}: error: {e}", file=sys.stderr)
+            return EXIT_FAILURE
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return EXIT_FAILURE if report.failed else EXIT_OK
+
+
+# --------------------------------------------------------------------------------------------
+# The parser
+
+#: One function per subcommand; to add one (e.g. ``recompress``, ``inspect``), write
+#: ``_add_recompress(subparsers)`` like :func:`_add_bench` and list it here.
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (_add_bench,)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser with every subcommand."""
+    from zstdpool import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="zstdpool",
+        description="Tools around zstdpool, pooled zstd contexts for Arrow data.",
+    )
+    parser.add_argument("--version", action="version", version=f"zstdpool {__version__}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for add in COMMANDS:
+        add(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line; returns the exit code (0 ok, 1 failure, 2 bad usage)."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a usage error (2)
+        if e.code is None:
+            return EXIT_OK
+        return e.code if isinstance(e.code, int) else EXIT_USAGE
+    run: Run | None = getattr(args, "run", None)
+    if run is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

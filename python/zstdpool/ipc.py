@@ -1,0 +1,45 @@
+"""Arrow IPC streams and files with pooled zstd (or lz4) compression.
+
+The names follow ``pyarrow.ipc`` so that switching costs a changed import:
+
+- ``new_stream(sink, schema)`` / ``new_file(sink, schema)`` open writers;
+  ``write_stream(data, sink=None)`` / ``write_file(data, sink=None)`` write in one call and
+  return bytes when ``sink`` is None.
+- ``open_stream(source)`` / ``open_file(source)`` open readers;
+  ``read_stream(source)`` / ``read_file(source)`` return a ``pyarrow.Table``.
+
+Writers take pyarrow tables, batches and readers, pandas DataFrames, and anything with the
+Arrow PyCapsule interface (polars, duckdb, arro3, nanoarrow). Output is standard Arrow IPC
+(metadata V5, per-buffer body compression) that pyarrow and every Arrow implementation read.
+zstd is written at level 1 by default, as pyarrow does.
+"""
+
+from __future__ import annotations
+
+from zstdpool._zstdpool import (
+    IpcFileReader,
+    IpcStreamReader,
+    IpcWriter,
+    new_file,
+    new_stream,
+    open_file,
+    open_stream,
+    read_file,
+    read_stream,
+    write_file,
+    write_stream,
+)
+
+__all__ = [
+    "IpcFileReader",
+    "IpcStreamReader",
+    "IpcWriter",
+    "new_file",
+    "new_stream",
+    "open_file",
+    "open_stream",
+    "read_file",
+    "read_stream",
+    "write_file",
+    "write_stream",
+]

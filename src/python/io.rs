@@ -1,0 +1,353 @@
+//! Where IPC bytes go and come from: paths, Python file objects and bytes-like objects.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use arrow_buffer::Buffer;
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::exceptions::{PyOSError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
+
+use super::buffer::type_name;
+use crate::error::{Error, Result};
+use crate::ipc::reader::{BytesSource, RandomSource, ReaderSource, Source};
+
+/// What a path argument may be: str or os.PathLike.
+fn as_path(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
+    if obj.is_instance_of::<PyString>() || obj.hasattr("__fspath__")? {
+        let os = obj.py().import("os")?;
+        let p = os.call_method1("fspath", (obj,))?;
+        if p.is_instance_of::<PyBytes>() {
+            let b: Vec<u8> = p.extract()?;
+            return Ok(Some(PathBuf::from(
+                String::from_utf8_lossy(&b).into_owned(),
+            )));
+        }
+        return Ok(Some(p.extract::<PathBuf>()?));
+    }
+    Ok(None)
+}
+
+/// Where a writer's bytes go.
+pub enum Sink {
+    /// Collected in memory and returned as bytes.
+    Memory(Vec<u8>),
+    /// A file this writer created: written under a temporary name and renamed over the
+    /// target when the writer closes, so a failed write never leaves a partial file.
+    Path {
+        file: File,
+        temp: PathBuf,
+        target: PathBuf,
+    },
+    /// A Python object with `write`.
+    Python(Py<PyAny>),
+}
+
+impl Sink {
+    /// A sink for `obj`: None (bytes), a path, or a binary file object.
+    pub fn open(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Sink> {
+        let Some(obj) = obj.filter(|o| !o.is_none()) else {
+            return Ok(Sink::Memory(Vec::new()));
+        };
+        if let Some(target) = as_path(obj)? {
+            static COUNTER: AtomicU64 = AtomicU64::new(0);
+            let mut name = target
+                .file_name()
+                .map(|n| n.to_os_string())
+                .unwrap_or_default();
+            name.push(format!(
+                ".zstdpool-{}-{}.tmp",
+                std::process::id(),
+                COUNTER.fetch_add(1, Ordering::Relaxed)
+            ));
+            let temp = target.with_file_name(name);
+            if target.is_dir() {
+                return Err(PyErr::from(std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    format!(
+                        "cannot write Arrow IPC to {}: it is a directory",
+                        target.display()
+                    ),
+                )));
+            }
+            let file = File::create(&temp).map_err(|e| {
+                PyErr::from(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot write Arrow IPC to {}: {e}", target.display()),
+                ))
+            })?;
+            return Ok(Sink::Path { file, temp, target });
+        }
+        if obj.hasattr("write")? {
+            if let Ok(closed) = obj.getattr("closed") {
+                if closed.is_truthy()? {
+                    return Err(PyErr::from(Error::Io(std::io::Error::other(
+                        "the sink is closed",
+                    ))));
+                }
+            }
+            if let Ok(writable) = obj.call_method0("writable") {
+                if !writable.is_truthy()? {
+                    return Err(PyOSError::new_err(format!(
+                        "the sink ({}) is not writable",
+                        type_name(obj)
+                    )));
+                }
+            }
+            return Ok(Sink::Python(obj.clone().unbind()));
+        }
+        Err(PyTypeError::new_err(format!(
+            "sink must be None, a path (str or os.PathLike) or a binary file object with a \
+             write() method, not '{}'",
+            type_name(obj)
+        )))
+    }
+
+    /// Whether bytes go to memory (then the writer encodes straight into the sink's vector).
+    pub fn memory(&mut self) -> Option<&mut Vec<u8>> {
+        match self {
+            Sink::Memory(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// Writes `bytes` without the GIL where the sink allows it.
+    pub fn write(&mut self, py: Python<'_>, bytes: &[u8]) -> PyResult<()> {
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        match self {
+            Sink::Memory(v) => {
+                v.try_reserve(bytes.len()).map_err(Error::from)?;
+                v.extend_from_slice(bytes);
+                Ok(())
+            }
+            Sink::Path { file, .. } => Ok(py.detach(|| file.write_all(bytes))?),
+            Sink::Python(obj) => {
+                let obj = obj.bind(py);
+                let mut done = 0;
+                while done < bytes.len() {
+                    let chunk = PyBytes::new(py, &bytes[done..]);
+                    let n = obj.call_method1("write", (chunk,))?;
+                    // Raw files may write less than asked and say how much.
+                    done += match n.extract::<Option<usize>>()? {
+                        Some(0) => {
+                            return Err(PyOSError::new_err("the sink accepted no bytes"));
+                        }
+                        Some(n) => n.min(bytes.len() - done),
+                        None => bytes.len() - done,
+                    };
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Completes the output: renames a path sink's file into place. Returns the collected
+    /// bytes for a memory sink.
+    pub fn commit(self, py: Python<'_>) -> PyResult<Option<Vec<u8>>> {
+        match self {
+            Sink::Memory(v) => Ok(Some(v)),
+            Sink::Path { file, temp, target } => {
+                let result = py.detach(|| -> std::io::Result<()> {
+                    file.sync_data().or_else(|e| {
+                        // Some filesystems (pipes, /dev/null) cannot sync; that is no failure.
+                        if e.kind() == std::io::ErrorKind::InvalidInput {
+                            Ok(())
+                        } else {
+                            Err(e)
+                        }
+                    })?;
+                    drop(file);
+                    std::fs::rename(&temp, &target)
+                });
+                if result.is_err() {
+                    let _ = std::fs::remove_file(&temp);
+                }
+                result?;
+                Ok(None)
+            }
+            Sink::Python(_) => Ok(None),
+        }
+    }
+
+    /// Abandons the output: a path sink's temporary file is removed.
+    pub fn discard(self) {
+        if let Sink::Path { file, temp, .. } = self {
+            drop(file);
+            let _ = std::fs::remove_file(temp);
+        }
+    }
+}
+
+/// A Python binary file object as a Rust reader. Each call takes the GIL for its length.
+pub struct PyFileLike {
+    obj: Py<PyAny>,
+}
+
+impl Read for PyFileLike {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        Python::attach(|py| {
+            let data = self
+                .obj
+                .bind(py)
+                .call_method1("read", (buf.len(),))
+                .map_err(to_io)?;
+            let view = PyUntypedBuffer::get(&data).map_err(|_| {
+                std::io::Error::other(format!(
+                    "the source's read() returned '{}', not bytes",
+                    type_name(&data)
+                ))
+            })?;
+            let n = view.len_bytes().min(buf.len());
+            if n > 0 {
+                // SAFETY: the export is held for the length of this copy, and `n` is within both.
+                let src = unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, n) };
+                buf[..n].copy_from_slice(src);
+            }
+            Ok(n)
+        })
+    }
+}
+
+impl Seek for PyFileLike {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        Python::attach(|py| {
+            let (offset, whence) = match pos {
+                SeekFrom::Start(n) => (n as i64, 0),
+                SeekFrom::Current(n) => (n, 1),
+                SeekFrom::End(n) => (n, 2),
+            };
+            self.obj
+                .bind(py)
+                .call_method1("seek", (offset, whence))
+                .and_then(|r| r.extract::<u64>())
+                .map_err(to_io)
+        })
+    }
+}
+
+/// Carries a Python exception through Rust I/O as the error's payload.
+fn to_io(err: PyErr) -> std::io::Error {
+    std::io::Error::other(PyIoError(err))
+}
+
+#[derive(Debug)]
+struct PyIoError(PyErr);
+
+impl std::fmt::Display for PyIoError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for PyIoError {}
+
+/// The Python exception behind an I/O error, if a Python file object raised it; otherwise the
+/// core error mapped as usual.
+pub fn unwrap_py_error(err: Error) -> PyErr {
+    if let Error::Io(io) = &err {
+        if io.get_ref().is_some_and(|e| e.is::<PyIoError>()) {
+            if let Error::Io(io) = err {
+                let inner = io.into_inner().expect("checked above");
+                let py_err = inner.downcast::<PyIoError>().expect("checked above");
+                return py_err.0;
+            }
+        }
+    }
+    PyErr::from(err)
+}
+
+/// A Python bytes-like object as an Arrow buffer, without copying: the buffer keeps the
+/// Python export alive for as long as any array made from it lives.
+fn buffer_from_python(obj: &Bound<'_, PyAny>) -> PyResult<Option<Buffer>> {
+    let Ok(view) = PyUntypedBuffer::get(obj) else {
+        return Ok(None);
+    };
+    if !view.is_c_contiguous() {
+        return Err(pyo3::exceptions::PyBufferError::new_err(
+            "source must be C-contiguous",
+        ));
+    }
+    let len = view.len_bytes();
+    let ptr = NonNull::new(view.buf_ptr() as *mut u8).unwrap_or(NonNull::dangling());
+    let owner = Arc::new(std::panic::AssertUnwindSafe(view));
+    // SAFETY: `ptr` points at `len` readable bytes that stay valid while `owner` holds the export.
+    Ok(Some(unsafe {
+        Buffer::from_custom_allocation(ptr, len, owner)
+    }))
+}
+
+/// A reader's input.
+pub enum InputSource {
+    Bytes(BytesSource),
+    File(ReaderSource<BufReader<File>>),
+    Python(ReaderSource<PyFileLike>),
+}
+
+impl InputSource {
+    pub fn open(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Some(path) = as_path(obj)? {
+            let file = File::open(&path).map_err(|e| {
+                PyErr::from(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot read {}: {e}", path.display()),
+                ))
+            })?;
+            if file.metadata().is_ok_and(|m| m.is_dir()) {
+                return Err(PyErr::from(std::io::Error::new(
+                    std::io::ErrorKind::IsADirectory,
+                    format!("cannot read {}: it is a directory", path.display()),
+                )));
+            }
+            return Ok(InputSource::File(ReaderSource::new(
+                BufReader::with_capacity(1 << 16, file),
+            )));
+        }
+        if let Some(buffer) = buffer_from_python(obj)? {
+            return Ok(InputSource::Bytes(BytesSource::new(buffer)));
+        }
+        if obj.hasattr("read")? {
+            return Ok(InputSource::Python(ReaderSource::new(PyFileLike {
+                obj: obj.clone().unbind(),
+            })));
+        }
+        Err(PyTypeError::new_err(format!(
+            "source must be a bytes-like object, a path (str or os.PathLike) or a binary file \
+             object with read(), not '{}'",
+            type_name(obj)
+        )))
+    }
+}
+
+impl Source for InputSource {
+    fn read(&mut self, n: usize) -> Result<Buffer> {
+        match self {
+            InputSource::Bytes(s) => s.read(n),
+            InputSource::File(s) => s.read(n),
+            InputSource::Python(s) => s.read(n),
+        }
+    }
+}
+
+impl RandomSource for InputSource {
+    fn len(&mut self) -> Result<u64> {
+        match self {
+            InputSource::Bytes(s) => s.len(),
+            InputSource::File(s) => s.len(),
+            InputSource::Python(s) => s.len(),
+        }
+    }
+    fn read_at(&mut self, offset: u64, n: usize) -> Result<Buffer> {
+        match self {
+            InputSource::Bytes(s) => s.read_at(offset, n),
+            InputSource::File(s) => s.read_at(offset, n),
+            InputSource::Python(s) => s.read_at(offset, n),
+        }
+    }
+}

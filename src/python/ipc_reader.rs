@@ -1,0 +1,414 @@
+//! `zstdpool.ipc` readers: `open_stream`, `open_file`, `read_stream`, `read_file`.
+
+use std::ffi::CStr;
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use pyo3::exceptions::PyStopIteration;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict};
+use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
+
+use super::errors::new_err;
+use super::held::Held;
+use super::io::{unwrap_py_error, InputSource};
+use super::pool::{pool_or_default, PyContextPool};
+use crate::error::{Error, Result};
+use crate::ipc::{FileReader, ReadLimits, StreamReader};
+
+const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
+
+fn limits(max_buffer_size: Option<usize>, max_batch_size: Option<usize>) -> ReadLimits {
+    let d = ReadLimits::default();
+    ReadLimits {
+        max_buffer_size: max_buffer_size.unwrap_or(d.max_buffer_size),
+        max_batch_size: max_batch_size.unwrap_or(d.max_batch_size),
+    }
+}
+
+fn batch_to_py<'py>(py: Python<'py>, batch: RecordBatch) -> PyResult<Bound<'py, PyAny>> {
+    PyRecordBatch::new(batch).into_pyarrow(py)
+}
+
+fn table_to_py<'py>(
+    py: Python<'py>,
+    batches: Vec<RecordBatch>,
+    schema: SchemaRef,
+) -> PyResult<Bound<'py, PyAny>> {
+    PyTable::try_new(batches, schema)?.into_pyarrow(py)
+}
+
+fn checked_threads(threads: Option<usize>) -> PyResult<Option<usize>> {
+    if threads == Some(0) {
+        return Err(Error::Parameter("threads must be at least 1 (or None)".into()).into());
+    }
+    Ok(threads)
+}
+
+/// The rest of a stream reader as an Arrow RecordBatchReader (for `__arrow_c_stream__`).
+struct Remaining {
+    reader: StreamReader<InputSource>,
+}
+
+impl Iterator for Remaining {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.reader
+            .next_batch()
+            .map_err(|e| ArrowError::ExternalError(Box::new(e)))
+            .transpose()
+    }
+}
+
+impl RecordBatchReader for Remaining {
+    fn schema(&self) -> SchemaRef {
+        self.reader.schema()
+    }
+}
+
+/// Reads an Arrow IPC stream batch by batch, decompressing with pooled contexts.
+/// Iterate over it for pyarrow RecordBatches, or call `read_all()`.
+#[pyclass(frozen, name = "IpcStreamReader", module = "zstdpool.ipc")]
+pub struct PyIpcStreamReader {
+    reader: Held<StreamReader<InputSource>>,
+    schema: SchemaRef,
+}
+
+impl PyIpcStreamReader {
+    fn next_batch(&self, py: Python<'_>) -> PyResult<Option<RecordBatch>> {
+        let mut reader = self.reader.take()?;
+        py.detach(|| reader.next_batch()).map_err(unwrap_py_error)
+    }
+}
+
+#[pymethods]
+impl PyIpcStreamReader {
+    /// The stream's schema, as a pyarrow Schema.
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PySchema::new(self.schema.clone()).into_pyarrow(py)
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.next_batch(py)?.map(|b| batch_to_py(py, b)).transpose()
+    }
+
+    /// The next batch as a pyarrow RecordBatch; raises StopIteration at the end (pyarrow's name).
+    fn read_next_batch<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match self.next_batch(py)? {
+            Some(b) => batch_to_py(py, b),
+            None => Err(PyStopIteration::new_err(())),
+        }
+    }
+
+    /// The remaining batches as one pyarrow Table.
+    fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let mut reader = self.reader.take()?;
+        let batches = py
+            .detach(|| -> Result<Vec<RecordBatch>> {
+                let mut batches = Vec::new();
+                while let Some(b) = reader.next_batch()? {
+                    batches.push(b);
+                }
+                Ok(batches)
+            })
+            .map_err(unwrap_py_error)?;
+        table_to_py(py, batches, self.schema.clone())
+    }
+
+    /// The remaining batches as a pandas DataFrame (through pyarrow).
+    #[pyo3(signature = (**kwargs))]
+    fn read_pandas<'py>(
+        &self,
+        py: Python<'py>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.read_all(py)?.call_method("to_pandas", (), kwargs)
+    }
+
+    /// Exports the remaining batches through the Arrow C stream interface (pyarrow, polars,
+    /// duckdb read it without copies). The reader is consumed.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema; // the stream is exported with its own schema
+        let reader = self.reader.take()?.retire();
+        let stream = FFI_ArrowArrayStream::new(Box::new(Remaining { reader }));
+        Ok(PyCapsule::new_with_value(py, stream, STREAM_CAPSULE)?)
+    }
+
+    /// Gives the decompression context back. Idempotent.
+    fn close(&self) {
+        if let Some(mut r) = self.reader.close() {
+            r.close();
+        }
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.reader.is_closed()
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        if slf.reader.is_closed() {
+            return Err(new_err(
+                "ClosedError",
+                "I/O operation on a closed IPC reader",
+            ));
+        }
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<zstdpool.ipc.IpcStreamReader {} columns>",
+            self.schema.fields().len()
+        )
+    }
+}
+
+/// Reads an Arrow IPC file (Feather v2): any batch by index, decompressing with pooled contexts.
+#[pyclass(frozen, name = "IpcFileReader", module = "zstdpool.ipc")]
+pub struct PyIpcFileReader {
+    reader: Held<FileReader<InputSource>>,
+    schema: SchemaRef,
+    num_batches: usize,
+}
+
+#[pymethods]
+impl PyIpcFileReader {
+    /// The file's schema, as a pyarrow Schema.
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PySchema::new(self.schema.clone()).into_pyarrow(py)
+    }
+
+    /// The number of record batches in the file.
+    #[getter]
+    fn num_record_batches(&self) -> usize {
+        self.num_batches
+    }
+
+    fn __len__(&self) -> usize {
+        self.num_batches
+    }
+
+    /// The footer's key-value metadata.
+    #[getter]
+    fn metadata(&self) -> PyResult<std::collections::HashMap<String, String>> {
+        self.reader
+            .peek(|r| r.metadata().clone())
+            .ok_or_else(|| new_err("ClosedError", "I/O operation on a closed IPC reader"))
+    }
+
+    /// Batch `i` as a pyarrow RecordBatch (negative indices count from the end).
+    fn get_batch<'py>(&self, py: Python<'py>, i: isize) -> PyResult<Bound<'py, PyAny>> {
+        let n = self.num_batches as isize;
+        let index = if i < 0 { i + n } else { i };
+        if index < 0 || index >= n {
+            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "batch index {i} is out of range: the file has {n} batches"
+            )));
+        }
+        let mut reader = self.reader.take()?;
+        let batch = py
+            .detach(|| reader.batch(index as usize))
+            .map_err(unwrap_py_error)?;
+        batch_to_py(py, batch)
+    }
+
+    /// Same as `get_batch` (pyarrow's name).
+    fn get_record_batch<'py>(&self, py: Python<'py>, i: isize) -> PyResult<Bound<'py, PyAny>> {
+        self.get_batch(py, i)
+    }
+
+    /// Every batch as one pyarrow Table.
+    fn read_all<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let mut reader = self.reader.take()?;
+        let n = self.num_batches;
+        let batches = py
+            .detach(|| (0..n).map(|i| reader.batch(i)).collect::<Result<Vec<_>>>())
+            .map_err(unwrap_py_error)?;
+        table_to_py(py, batches, self.schema.clone())
+    }
+
+    /// Every batch as a pandas DataFrame (through pyarrow).
+    #[pyo3(signature = (**kwargs))]
+    fn read_pandas<'py>(
+        &self,
+        py: Python<'py>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.read_all(py)?.call_method("to_pandas", (), kwargs)
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> FileBatches {
+        FileBatches {
+            reader: slf.into(),
+            next: 0,
+        }
+    }
+
+    /// Gives the decompression context back. Idempotent.
+    fn close(&self) {
+        if let Some(mut r) = self.reader.close() {
+            r.release();
+        }
+    }
+
+    #[getter]
+    fn closed(&self) -> bool {
+        self.reader.is_closed()
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        if slf.reader.is_closed() {
+            return Err(new_err(
+                "ClosedError",
+                "I/O operation on a closed IPC reader",
+            ));
+        }
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<zstdpool.ipc.IpcFileReader {} batches, {} columns>",
+            self.num_batches,
+            self.schema.fields().len()
+        )
+    }
+}
+
+/// Iterates over a file reader's batches in order.
+#[pyclass(name = "_FileBatches", module = "zstdpool.ipc")]
+pub struct FileBatches {
+    reader: Py<PyIpcFileReader>,
+    next: usize,
+}
+
+#[pymethods]
+impl FileBatches {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let reader = self.reader.get();
+        if self.next >= reader.num_batches {
+            return Ok(None);
+        }
+        let b = reader.get_batch(py, self.next as isize)?;
+        self.next += 1;
+        Ok(Some(b))
+    }
+}
+
+/// Opens an Arrow IPC stream from `source`: bytes-like (read without copying), a path, or a
+/// binary file object. `max_buffer_size` and `max_batch_size` bound what one buffer and one
+/// batch may declare uncompressed; `threads` decompresses a large batch's buffers in parallel.
+#[pyfunction]
+#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+pub fn open_stream(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    max_buffer_size: Option<usize>,
+    max_batch_size: Option<usize>,
+    threads: Option<usize>,
+    pool: Option<&Bound<'_, PyContextPool>>,
+) -> PyResult<PyIpcStreamReader> {
+    let threads = checked_threads(threads)?;
+    let input = InputSource::open(source)?;
+    let pool = pool_or_default(pool);
+    let limits = limits(max_buffer_size, max_batch_size);
+    let reader = py
+        .detach(|| StreamReader::try_new(input, limits, &pool, threads))
+        .map_err(unwrap_py_error)?;
+    let schema = reader.schema();
+    Ok(PyIpcStreamReader {
+        reader: Held::new(reader, "IPC reader"),
+        schema,
+    })
+}
+
+/// Opens an Arrow IPC file (Feather v2) from `source`: bytes-like, a path, or a seekable binary
+/// file object.
+#[pyfunction]
+#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+pub fn open_file(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    max_buffer_size: Option<usize>,
+    max_batch_size: Option<usize>,
+    threads: Option<usize>,
+    pool: Option<&Bound<'_, PyContextPool>>,
+) -> PyResult<PyIpcFileReader> {
+    let threads = checked_threads(threads)?;
+    let input = InputSource::open(source)?;
+    let pool = pool_or_default(pool);
+    let limits = limits(max_buffer_size, max_batch_size);
+    let reader = py
+        .detach(|| FileReader::try_new(input, limits, &pool, threads))
+        .map_err(unwrap_py_error)?;
+    let schema = reader.schema();
+    let num_batches = reader.num_batches();
+    Ok(PyIpcFileReader {
+        reader: Held::new(reader, "IPC reader"),
+        schema,
+        num_batches,
+    })
+}
+
+/// Reads a whole Arrow IPC stream into a pyarrow Table.
+#[pyfunction]
+#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+pub fn read_stream<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    max_buffer_size: Option<usize>,
+    max_batch_size: Option<usize>,
+    threads: Option<usize>,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let reader = open_stream(py, source, max_buffer_size, max_batch_size, threads, pool)?;
+    let table = reader.read_all(py);
+    reader.close();
+    table
+}
+
+/// Reads a whole Arrow IPC file into a pyarrow Table.
+#[pyfunction]
+#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+pub fn read_file<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    max_buffer_size: Option<usize>,
+    max_batch_size: Option<usize>,
+    threads: Option<usize>,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let reader = open_file(py, source, max_buffer_size, max_batch_size, threads, pool)?;
+    let table = reader.read_all(py);
+    reader.close();
+    table
+}
