@@ -295,13 +295,31 @@ impl Decompressor {
     }
 
     /// Decompresses `src` (one or more whole frames) into the front of `dst`; returns the
-    /// number of bytes written. Fails when `dst` is too small.
+    /// number of bytes written. Bytes of `dst` past that count are left as they were (zstd
+    /// would otherwise use them as scratch). Fails when the output does not fit.
     pub fn decompress_into(&mut self, src: &[u8], dst: &mut [u8]) -> Result<usize> {
-        if src.is_empty() {
-            return Err(Error::Corrupt("empty input is not a zstd frame".into()));
+        let room = dst.len();
+        if let ContentSize::Known(n) = frame_content_size(src)? {
+            if is_single_frame(src) {
+                if n > room as u64 {
+                    return Err(Error::Limit(format!(
+                        "the zstd frame holds {n} bytes and the output buffer has room for {room}"
+                    )));
+                }
+                let n = n as usize;
+                self.decompress_exact(src, &mut dst[..n])?;
+                return Ok(n);
+            }
         }
-        let result = self.dctx.decompress(dst, src);
-        self.finish_op(result)
+        // Unknown size or several frames: decompress aside (bounded by the room), then copy.
+        let out = self.decompress_streaming(src, room).map_err(|e| match e {
+            Error::Limit(_) => Error::Limit(format!(
+                "the decompressed data does not fit the output buffer ({room} bytes)"
+            )),
+            other => other,
+        })?;
+        dst[..out.len()].copy_from_slice(&out);
+        Ok(out.len())
     }
 
     fn finish_op(&mut self, result: zstd_safe::SafeResult) -> Result<usize> {

@@ -99,14 +99,8 @@ where
     });
     let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     results.sort_by_key(|(i, _)| *i);
-    if let Some(pos) = results.iter().position(|(_, r)| r.is_err()) {
-        let (_, err) = results.swap_remove(pos);
-        return Err(err.err().expect("position found an error"));
-    }
-    Ok(results
-        .into_iter()
-        .map(|(_, r)| r.ok().expect("no errors left"))
-        .collect())
+    // In index order, so the error returned is the first input's that failed.
+    results.into_iter().map(|(_, r)| r).collect()
 }
 
 fn push<R>(results: &Mutex<Vec<(usize, Result<R>)>>, i: usize, r: Result<R>) {

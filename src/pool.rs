@@ -281,10 +281,8 @@ impl Shared {
         let rejected = {
             let mut lists = self.lock();
             self.sweep_if_due(&mut lists, now, &mut freed);
-            let full = lists
-                .by_key
-                .get(&key)
-                .is_some_and(|l| l.len() >= self.config.max_idle_per_key);
+            let kept = lists.by_key.get(&key).map_or(0, Vec::len);
+            let full = kept >= self.config.max_idle_per_key;
             if full || bytes > self.config.max_idle_bytes {
                 Some(ctx)
             } else {
@@ -662,7 +660,7 @@ mod tests {
                         let data: Vec<u8> =
                             (0..(i * 997 + t * 31)).map(|x| (x % 31) as u8).collect();
                         let frame = pool
-                            .compressor(CompressParams::level(level as i32))
+                            .compressor(CompressParams::level(level))
                             .unwrap()
                             .compress_to_scratch(&data)
                             .unwrap()

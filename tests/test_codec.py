@@ -11,11 +11,10 @@ import threading
 import numpy as np
 import pytest
 import zstandard
+import zstdpool
 from backports import zstd as bzstd
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import zstdpool
 from zstdpool import (
     BusyError,
     ClosedError,
@@ -445,7 +444,7 @@ def test_multi_frame_concatenations():
         assert d.decompress(joined) == expected
     assert zstdpool.decompress_many([joined]) == [expected]
     # our own frames concatenated
-    ours = [zstdpool.compress(p, lvl) for p, lvl in zip(parts, (1, 5, -2, 3))]
+    ours = [zstdpool.compress(p, lvl) for p, lvl in zip(parts, (1, 5, -2, 3), strict=True)]
     assert zstdpool.decompress(b"".join(ours)) == expected
     assert bzstd.decompress(b"".join(ours)) == expected
 
@@ -466,7 +465,9 @@ def test_skippable_frames_are_skipped():
 # Bad data
 
 
-@pytest.mark.parametrize("empty", [b"", bytearray(), memoryview(b"abc")[1:1], np.empty(0, np.uint8)])
+@pytest.mark.parametrize(
+    "empty", [b"", bytearray(), memoryview(b"abc")[1:1], np.empty(0, np.uint8)]
+)
 def test_empty_input_is_a_decompression_error(empty):
     with pytest.raises(DecompressionError, match="empty"):
         zstdpool.decompress(empty)
@@ -1016,7 +1017,9 @@ def test_sixteen_threads_share_one_pool():
         rng = random.Random(i)
         barrier.wait(THREAD_TIMEOUT)
         for j in range(12):
-            data = make_data(rng.choice(["text", "mixed", "random"]), rng.choice(sizes), i * 100 + j)
+            data = make_data(
+                rng.choice(["text", "mixed", "random"]), rng.choice(sizes), i * 100 + j
+            )
             level = rng.choice(levels)
             checksum = rng.random() < 0.3
             mode = j % 3
@@ -1131,11 +1134,22 @@ def test_close_from_another_thread_while_in_use():
 # compress_many / decompress_many
 
 
+MANY_SPECS = [
+    ("text", 0),
+    ("mixed", 300_000),
+    ("random", 1),
+    ("repeat", 50_000),
+    ("text", 7),
+    ("mixed", 700_000),
+    ("zeros", 123_456),
+    ("random", 4096),
+    ("text", 90_000),
+]
+
+
 def many_inputs() -> list[bytes]:
-    return [make_data(k, n, i) for i, (k, n) in enumerate(
-        [("text", 0), ("mixed", 300_000), ("random", 1), ("repeat", 50_000), ("text", 7),
-         ("mixed", 700_000), ("zeros", 123_456), ("random", 4096), ("text", 90_000)]
-    )]  # fmt: skip
+    """Inputs of very different sizes and kinds, so that order mix-ups show."""
+    return [make_data(kind, n, i) for i, (kind, n) in enumerate(MANY_SPECS)]
 
 
 @pytest.mark.parametrize("threads", [1, 2, None, 64])
@@ -1162,7 +1176,7 @@ def test_compress_many_parameters_and_inputs():
     assert [zstdpool.decompress(f) for f in frames] == [bytes(x) for x in mixed]
     assert zstdpool.compress_many([]) == []
     assert zstdpool.decompress_many([]) == []
-    assert zstdpool.compress_many((x for x in [b"z"])) == [zstdpool.compress(b"z")]
+    assert zstdpool.compress_many(x for x in [b"z"]) == [zstdpool.compress(b"z")]
 
 
 def test_decompress_many_foreign_frames():

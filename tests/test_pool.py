@@ -9,7 +9,6 @@ import random
 import time
 
 import pytest
-
 import zstdpool
 from zstdpool import ContextPool
 
@@ -53,7 +52,9 @@ def check_consistent(pool: ContextPool) -> dict:
 
 def compress_keys(s: dict) -> dict:
     return {
-        (k["level"], k["checksum"], k["window_log"]): k for k in s["per_key"] if k["kind"] == "compress"
+        (k["level"], k["checksum"], k["window_log"]): k
+        for k in s["per_key"]
+        if k["kind"] == "compress"
     }
 
 

@@ -12,22 +12,31 @@ Adding workloads
 A workload is a :class:`Workload`; each contender is a :class:`Contender` whose ``setup``
 returns a zero-argument callable, the thing that is timed::
 
-    from zstdpool._bench import Contender, Profile, Workload, register, register_source
+    from zstdpool._bench import Contender, Workload, check_compressed, register
 
-    def _setup_mine(stack):                  # stack: contextlib.ExitStack, closed after timing
+    DATA = b"..."
+
+    def _setup_zstdpool(stack):              # stack: contextlib.ExitStack, closed after timing
         import zstdpool
-        data = b"..."
-        return functools.partial(zstdpool.compress, data)
+        return functools.partial(zstdpool.compress, DATA)
+
+    def _setup_polars(stack):                # may raise Unavailable("why") to be skipped
+        ...
 
     register(Workload(
         name="compress my data",             # unique; --filter matches name or group
         group="ipc",
         description="What one call does.",
-        contenders=(
-            Contender("zstdpool", _setup_mine, check=..., extra=lambda out: {"bytes": len(out)}),
+        contenders=(                          # the first one is the baseline (zstdpool)
+            Contender(
+                "zstdpool",
+                _setup_zstdpool,
+                check=functools.partial(check_compressed, DATA),  # raises if wrong
+                extra=lambda out: {"bytes": len(out)},            # figures for the table
+            ),
             Contender("polars", _setup_polars, requires=("polars",)),
         ),
-        nbytes=len(data),                    # input bytes per call, for the MB/s column
+        nbytes=len(DATA),                    # input bytes per call, for the MB/s column
     ))
 
 Workloads whose size depends on ``--tiny``/``--quick``/``--full`` are listed by a function of
@@ -39,11 +48,13 @@ the :class:`Profile` instead, registered with the :func:`register_source` decora
             yield Workload(...)
 
 Put such code in its own module (e.g. ``zstdpool/_bench_ipc.py``) and add the module's name to
-:data:`WORKLOAD_MODULES`; :func:`load_workloads` imports those modules before listing. A
-contender whose ``requires`` modules are missing, or whose setup raises :class:`Unavailable`
-(or ImportError), is skipped with a note. ``check(result)`` runs once on the result of a call
-and must raise (e.g. AssertionError) if it is wrong; ``extra(result)`` returns figures shown
-and saved next to the timing (e.g. ``{"bytes": ...}``).
+:data:`WORKLOAD_MODULES` below; :func:`load_workloads` imports those modules before listing.
+:func:`sample_data` gives realistic bytes of any size. A contender whose ``requires`` modules
+are missing, or whose setup raises :class:`Unavailable` or ModuleNotFoundError, is skipped
+with a note; any other exception, or a failed check, marks it failed (exit code 1).
+``check(result)`` runs once on the result of a call and must raise (e.g. AssertionError) if
+it is wrong; ``extra(result)`` returns figures shown and saved next to the timing (e.g.
+``{"bytes": ...}``).
 """
 
 from __future__ import annotations

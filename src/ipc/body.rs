@@ -32,6 +32,9 @@ impl Compression {
     }
 }
 
+/// A rebuilt message body and each buffer's (offset, length) in it.
+pub type NewBody = (Vec<u8>, Vec<(usize, usize)>);
+
 /// The prefix that marks a buffer stored uncompressed inside a compressed body.
 const UNCOMPRESSED: i64 = -1;
 
@@ -82,7 +85,7 @@ pub fn compress_buffers(
     primary: Option<&mut Lease<Compressor>>,
     pool: &ContextPool,
     threads: Option<usize>,
-) -> Result<(Vec<u8>, Vec<(usize, usize)>)> {
+) -> Result<NewBody> {
     let total: usize = buffers.iter().map(|b| b.len()).sum();
     let threads = match compression {
         Compression::None => 1,
@@ -169,7 +172,7 @@ pub fn decompress_buffers(
     primary: &mut Option<Lease<Decompressor>>,
     pool: &ContextPool,
     threads: Option<usize>,
-) -> Result<(Vec<u8>, Vec<(usize, usize)>)> {
+) -> Result<NewBody> {
     if codec != CompressionType::ZSTD && codec != CompressionType::LZ4_FRAME {
         return Err(Error::Ipc(format!(
             "unsupported body compression codec {codec:?}"

@@ -15,6 +15,7 @@ const CONTINUATION: [u8; 4] = [0xff; 4];
 /// Returns the framed header length (what a file footer's Block calls metaDataLength).
 pub fn frame(meta: &[u8], body: &[u8], out: &mut Vec<u8>) -> usize {
     let padded = meta.len() + padding(meta.len());
+    out.reserve(8 + padded + body.len());
     out.extend_from_slice(&CONTINUATION);
     out.extend_from_slice(&(padded as i32).to_le_bytes());
     out.extend_from_slice(meta);

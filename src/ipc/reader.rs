@@ -28,7 +28,7 @@ pub trait Source: Send {
 
 /// Input that can be read at any offset (for the file format's footer and blocks).
 pub trait RandomSource: Send {
-    fn len(&mut self) -> Result<u64>;
+    fn size(&mut self) -> Result<u64>;
     /// `n` bytes at `offset`; fewer only at the end of the input.
     fn read_at(&mut self, offset: u64, n: usize) -> Result<Buffer>;
 }
@@ -60,7 +60,7 @@ impl Source for BytesSource {
 }
 
 impl RandomSource for BytesSource {
-    fn len(&mut self) -> Result<u64> {
+    fn size(&mut self) -> Result<u64> {
         Ok(self.data.len() as u64)
     }
     fn read_at(&mut self, offset: u64, n: usize) -> Result<Buffer> {
@@ -95,7 +95,7 @@ impl<R: Read + Send> Source for ReaderSource<R> {
 }
 
 impl<R: Read + Seek + Send> RandomSource for ReaderSource<R> {
-    fn len(&mut self) -> Result<u64> {
+    fn size(&mut self) -> Result<u64> {
         Ok(self.inner.seek(SeekFrom::End(0))?)
     }
     fn read_at(&mut self, offset: u64, n: usize) -> Result<Buffer> {
@@ -381,7 +381,7 @@ impl<S: RandomSource> FileReader<S> {
         pool: &ContextPool,
         threads: Option<usize>,
     ) -> Result<Self> {
-        let len = source.len()?;
+        let len = source.size()?;
         let tail_len = 10u64;
         if len < 8 + tail_len {
             return Err(Error::Ipc(format!(
@@ -465,7 +465,7 @@ impl<S: RandomSource> FileReader<S> {
         let offset = u64::try_from(offset).map_err(|_| bad())?;
         let meta_len = usize::try_from(meta_len).map_err(|_| bad())?;
         let body_len = usize::try_from(body_len).map_err(|_| bad())?;
-        let file_len = self.source.len()?;
+        let file_len = self.source.size()?;
         let end = offset
             .checked_add(meta_len as u64)
             .and_then(|e| e.checked_add(body_len as u64))
@@ -581,7 +581,7 @@ mod tests {
             compression,
             ..Default::default()
         };
-        let mut w = IpcWriter::try_new(batches[0].schema(), options, &pool, &mut out).unwrap();
+        let mut w = IpcWriter::try_new(batches[0].schema(), options, &pool).unwrap();
         for b in batches {
             w.write(b, &mut out).unwrap();
         }

@@ -66,6 +66,7 @@ pub struct IpcWriter {
     encoder: StreamEncoder,
     /// Bytes handed out so far: the offset of the next message in a file.
     written: usize,
+    header_written: bool,
     dictionary_blocks: Vec<Block>,
     record_blocks: Vec<Block>,
     dictionaries_seen: HashSet<i64>,
@@ -75,50 +76,45 @@ pub struct IpcWriter {
 }
 
 impl IpcWriter {
-    /// Starts a writer and appends the header (file magic and schema message) to `out`.
-    pub fn try_new(
-        schema: SchemaRef,
-        options: WriterOptions,
-        pool: &ContextPool,
-        out: &mut Vec<u8>,
-    ) -> Result<Self> {
+    /// Starts a writer. Nothing is written yet: the header (file magic and schema message)
+    /// goes out with the first batch or at `finish`, as in arrow-go and arrow-rs, so a writer
+    /// pays for its schema once and a writer that fails before its first batch writes nothing.
+    pub fn try_new(schema: SchemaRef, options: WriterOptions, pool: &ContextPool) -> Result<Self> {
         let write_options = IpcWriteOptions::try_new(8, false, MetadataVersion::V5)?
             .with_dictionary_handling(if options.dictionary_deltas {
                 DictionaryHandling::Delta
             } else {
                 DictionaryHandling::Resend
             });
-        let encoder = StreamEncoder::try_new_with_options(&schema, write_options.clone())?;
+        let encoder = StreamEncoder::try_new_with_options(&schema, write_options)?;
         let compressor = match options.compression {
             Compression::Zstd(params) => Some(pool.compressor(params)?),
             _ => None,
         };
-        let schema_message = IpcDataGenerator::default()
-            .schema_to_bytes_with_dictionary_tracker(
-                &schema,
-                &mut DictionaryTracker::new(false),
-                &write_options,
-            )
-            .ipc_message;
-        let start = out.len();
-        if options.format == IpcFormat::File {
-            out.extend_from_slice(ARROW_MAGIC);
-            pad_vec(out);
-        }
-        message::frame(&schema_message, &[], out);
         Ok(IpcWriter {
             schema,
             options,
             pool: pool.clone(),
             compressor,
             encoder,
-            written: out.len() - start,
+            written: 0,
+            header_written: false,
             dictionary_blocks: Vec::new(),
             record_blocks: Vec::new(),
             dictionaries_seen: HashSet::new(),
             broken: None,
             finished: false,
         })
+    }
+
+    /// Appends the file magic (file format) and the schema message.
+    fn write_header(&mut self, schema_message: &[u8], out: &mut Vec<u8>) {
+        if self.options.format == IpcFormat::File {
+            out.extend_from_slice(ARROW_MAGIC);
+            pad_vec(out);
+        }
+        message::frame(schema_message, &[], out);
+        self.header_written = true;
     }
 
     pub fn schema(&self) -> &SchemaRef {
@@ -185,12 +181,23 @@ impl IpcWriter {
         };
         let mut blocks = Vec::new();
         let start = out.len();
+        let header_before = self.header_written;
+        out.reserve(segments.len + 256);
         let mut pos = 0;
         let result = (|| {
-            while let Some((meta, body_start, body_len)) = segments.next_message(&mut pos)? {
-                let msg = message::parse(&meta)?;
+            while let Some((meta, body_start)) = segments.next_message(pos)? {
+                // SAFETY: arrow-ipc's encoder wrote this flatbuffer a moment ago; it is not input.
+                let msg = unsafe { arrow_ipc::root_as_message_unchecked(&meta) };
+                let body_len = usize::try_from(msg.bodyLength()).map_err(|_| {
+                    Error::Ipc("encoded message with a negative body length".into())
+                })?;
+                pos = body_start + body_len;
                 if msg.header_type() == MessageHeader::Schema {
-                    continue; // written by try_new
+                    // The encoder sends the schema before its first batch.
+                    if !self.header_written {
+                        self.write_header(&meta, out);
+                    }
+                    continue;
                 }
                 let (rb, dictionary) = batch_header(&msg)?;
                 if let Some((id, is_delta)) = dictionary {
@@ -213,7 +220,6 @@ impl IpcWriter {
                     .map(|&(o, l)| segments.bytes(body_start + o as usize, l as usize))
                     .collect::<Result<Vec<_>>>()?;
                 let slices: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
-                debug_assert!(body_len >= slices.iter().map(|s| s.len()).sum::<usize>());
                 let (body, new_spans) = compress_buffers(
                     &slices,
                     self.options.compression,
@@ -238,6 +244,8 @@ impl IpcWriter {
         })();
         if let Err(e) = result {
             self.broken = Some(e.to_string());
+            // What this call wrote, the header included, is taken back by the caller.
+            self.header_written = header_before;
             return Err(e);
         }
         for (is_dictionary, block) in blocks {
@@ -260,6 +268,16 @@ impl IpcWriter {
         self.finished = true;
         self.compressor = None;
         let start = out.len();
+        if !self.header_written {
+            let schema_message = IpcDataGenerator::default()
+                .schema_to_bytes_with_dictionary_tracker(
+                    &self.schema,
+                    &mut DictionaryTracker::new(false),
+                    &IpcWriteOptions::default(),
+                )
+                .ipc_message;
+            self.write_header(&schema_message, out);
+        }
         message::end_of_stream(out);
         if self.options.format == IpcFormat::File {
             let footer = self.footer();
@@ -392,20 +410,18 @@ impl Segments {
         Ok(Cow::Owned(v))
     }
 
-    /// The next message at `*pos`: its metadata, where its body starts and its length.
-    fn next_message(&self, pos: &mut usize) -> Result<Option<(Vec<u8>, usize, usize)>> {
-        if *pos >= self.len {
+    /// The message at `pos`: its metadata and where its body starts (the metadata gives the
+    /// body's length).
+    fn next_message(&self, pos: usize) -> Result<Option<(Cow<'_, [u8]>, usize)>> {
+        if pos >= self.len {
             return Ok(None);
         }
-        let prefix = self.bytes(*pos, 8)?;
+        let prefix = self.bytes(pos, 8)?;
         let meta_len = i32::from_le_bytes(prefix[4..8].try_into().expect("8 bytes")) as usize;
         if meta_len == 0 {
             return Ok(None);
         }
-        let meta = self.bytes(*pos + 8, meta_len)?.into_owned();
-        let body_len = message::parse(&meta)?.bodyLength() as usize;
-        let body_start = *pos + 8 + meta_len;
-        *pos = body_start + body_len;
-        Ok(Some((meta, body_start, body_len)))
+        let meta = self.bytes(pos + 8, meta_len)?;
+        Ok(Some((meta, pos + 8 + meta_len)))
     }
 }

@@ -4,6 +4,7 @@
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
+use super::args::{level_arg, size_arg, threads_arg, window_log_arg};
 use super::buffer::ByteView;
 use super::errors::new_err;
 use super::held::Held;
@@ -14,12 +15,21 @@ use crate::error::Error;
 use crate::parallel::{for_each_parallel, resolve_threads};
 use crate::pool::{ContextPool, Lease};
 
-fn compress_params(level: i32, checksum: bool, window_log: Option<u32>) -> CompressParams {
-    CompressParams {
-        level,
+// The signatures below spell these defaults as literals so that help() shows them.
+const _: () = assert!(DEFAULT_LEVEL == 3 && DEFAULT_MAX_OUTPUT_SIZE == 1 << 30);
+
+fn compress_params(
+    level: i64,
+    checksum: bool,
+    window_log: Option<i64>,
+) -> PyResult<CompressParams> {
+    let params = CompressParams {
+        level: level_arg(level)?,
         checksum,
-        window_log: window_log.unwrap_or(0),
-    }
+        window_log: window_log_arg(window_log)?,
+    };
+    params.validate()?;
+    Ok(params)
 }
 
 fn compress_one<'py>(
@@ -55,54 +65,39 @@ fn decompress_into_one(
     src: &[u8],
     out: &mut ByteView,
 ) -> PyResult<usize> {
-    let room = out.len();
-    if let DecompressPlan::Exact(n) = plan_decompress(src, usize::MAX)? {
-        if n > room {
-            return Err(Error::Limit(format!(
-                "the zstd frame holds {n} bytes and the output buffer has room for {room}"
-            ))
-            .into());
-        }
-    }
     let dst = out.as_mut_slice();
-    py.detach(|| d.decompress_into(src, dst))
-        .map_err(|e| match e {
-            Error::Corrupt(m) if m.contains("Destination buffer is too small") => Error::Limit(
-                format!("the decompressed data does not fit the output buffer ({room} bytes)"),
-            ),
-            other => other,
-        })
-        .map_err(PyErr::from)
+    Ok(py.detach(|| d.decompress_into(src, dst))?)
 }
 
 /// Compresses `data` (any bytes-like object) into one standard zstd frame, with a warm
 /// context from the pool. Returns bytes of exactly the frame's size.
 #[pyfunction]
-#[pyo3(signature = (data, level=DEFAULT_LEVEL, *, checksum=false, window_log=None, pool=None))]
+#[pyo3(signature = (data, level=3, *, checksum=false, window_log=None, pool=None))]
 pub fn compress<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
-    level: i32,
+    level: i64,
     checksum: bool,
-    window_log: Option<u32>,
+    window_log: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let view = ByteView::new(data, "data")?;
     let mut lease =
-        pool_or_default(pool).compressor(compress_params(level, checksum, window_log))?;
+        pool_or_default(pool).compressor(compress_params(level, checksum, window_log)?)?;
     compress_one(py, &mut lease, &view)
 }
 
 /// Decompresses one or more zstd frames. Output larger than `max_output_size` bytes is refused
 /// (a frame that declares a larger size is refused before anything is allocated).
 #[pyfunction]
-#[pyo3(signature = (data, *, max_output_size=DEFAULT_MAX_OUTPUT_SIZE, pool=None))]
+#[pyo3(signature = (data, *, max_output_size=1073741824, pool=None))]
 pub fn decompress<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
-    max_output_size: usize,
+    max_output_size: i64,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
+    let max_output_size = size_arg("max_output_size", max_output_size)?;
     let view = ByteView::new(data, "data")?;
     let mut lease = pool_or_default(pool).decompressor(DecompressParams::default())?;
     decompress_one(py, &mut lease, view.as_slice(), max_output_size)
@@ -127,14 +122,14 @@ pub fn decompress_into<'py>(
 /// Borrows a compression context from the pool for a series of calls. Use it as a context
 /// manager, or call `close()`; it also goes back when collected.
 #[pyfunction]
-#[pyo3(signature = (level=DEFAULT_LEVEL, *, checksum=false, window_log=None, pool=None))]
+#[pyo3(signature = (level=3, *, checksum=false, window_log=None, pool=None))]
 pub fn compressor(
-    level: i32,
+    level: i64,
     checksum: bool,
-    window_log: Option<u32>,
+    window_log: Option<i64>,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyCompressor> {
-    let params = compress_params(level, checksum, window_log);
+    let params = compress_params(level, checksum, window_log)?;
     let lease = pool_or_default(pool).compressor(params)?;
     Ok(PyCompressor {
         lease: Held::new(lease, "Compressor"),
@@ -144,11 +139,12 @@ pub fn compressor(
 
 /// Borrows a decompression context from the pool for a series of calls.
 #[pyfunction]
-#[pyo3(signature = (*, max_output_size=DEFAULT_MAX_OUTPUT_SIZE, pool=None))]
+#[pyo3(signature = (*, max_output_size=1073741824, pool=None))]
 pub fn decompressor(
-    max_output_size: usize,
+    max_output_size: i64,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyDecompressor> {
+    let max_output_size = size_arg("max_output_size", max_output_size)?;
     let lease = pool_or_default(pool).decompressor(DecompressParams::default())?;
     Ok(PyDecompressor {
         lease: Held::new(lease, "Decompressor"),
@@ -243,11 +239,14 @@ impl PyDecompressor {
         &self,
         py: Python<'py>,
         data: &Bound<'py, PyAny>,
-        max_output_size: Option<usize>,
+        max_output_size: Option<i64>,
     ) -> PyResult<Bound<'py, PyBytes>> {
+        let limit = match max_output_size {
+            Some(n) => size_arg("max_output_size", n)?,
+            None => self.max_output_size,
+        };
         let view = ByteView::new(data, "data")?;
         let mut lease = self.lease.take()?;
-        let limit = max_output_size.unwrap_or(self.max_output_size);
         decompress_one(py, &mut lease, view.as_slice(), limit)
     }
 
@@ -326,18 +325,18 @@ fn at_index(i: usize, e: Error) -> Error {
 /// as help for the total size), each with its own pooled context. Returns a list of frames in
 /// input order, each exactly sized.
 #[pyfunction]
-#[pyo3(signature = (buffers, level=DEFAULT_LEVEL, *, checksum=false, window_log=None, threads=None, pool=None))]
+#[pyo3(signature = (buffers, level=3, *, checksum=false, window_log=None, threads=None, pool=None))]
 pub fn compress_many<'py>(
     py: Python<'py>,
     buffers: &Bound<'py, PyAny>,
-    level: i32,
+    level: i64,
     checksum: bool,
-    window_log: Option<u32>,
-    threads: Option<usize>,
+    window_log: Option<i64>,
+    threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let params = compress_params(level, checksum, window_log);
-    params.validate()?;
+    let threads = threads_arg(threads)?;
+    let params = compress_params(level, checksum, window_log)?;
     let inputs = views(buffers)?;
     let pool = pool_or_default(pool);
     let total: usize = inputs.iter().map(ByteView::len).sum();
@@ -362,14 +361,16 @@ pub fn compress_many<'py>(
 /// Decompresses many zstd inputs in one call, in parallel, each output at most
 /// `max_output_size` bytes. Returns a list of bytes in input order; an error names the input.
 #[pyfunction]
-#[pyo3(signature = (buffers, *, max_output_size=DEFAULT_MAX_OUTPUT_SIZE, threads=None, pool=None))]
+#[pyo3(signature = (buffers, *, max_output_size=1073741824, threads=None, pool=None))]
 pub fn decompress_many<'py>(
     py: Python<'py>,
     buffers: &Bound<'py, PyAny>,
-    max_output_size: usize,
-    threads: Option<usize>,
+    max_output_size: i64,
+    threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyList>> {
+    let max_output_size = size_arg("max_output_size", max_output_size)?;
+    let threads = threads_arg(threads)?;
     let inputs = views(buffers)?;
     let pool: ContextPool = pool_or_default(pool);
     let total: usize = inputs.iter().map(ByteView::len).sum();

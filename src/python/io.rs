@@ -336,11 +336,11 @@ impl Source for InputSource {
 }
 
 impl RandomSource for InputSource {
-    fn len(&mut self) -> Result<u64> {
+    fn size(&mut self) -> Result<u64> {
         match self {
-            InputSource::Bytes(s) => s.len(),
-            InputSource::File(s) => s.len(),
-            InputSource::Python(s) => s.len(),
+            InputSource::Bytes(s) => s.size(),
+            InputSource::File(s) => s.size(),
+            InputSource::Python(s) => s.size(),
         }
     }
     fn read_at(&mut self, offset: u64, n: usize) -> Result<Buffer> {

@@ -10,21 +10,28 @@ use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict};
 use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
 
+use super::args::{size_arg, threads_arg};
 use super::errors::new_err;
 use super::held::Held;
 use super::io::{unwrap_py_error, InputSource};
 use super::pool::{pool_or_default, PyContextPool};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ipc::{FileReader, ReadLimits, StreamReader};
 
 const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
 
-fn limits(max_buffer_size: Option<usize>, max_batch_size: Option<usize>) -> ReadLimits {
+fn limits(max_buffer_size: Option<i64>, max_batch_size: Option<i64>) -> PyResult<ReadLimits> {
     let d = ReadLimits::default();
-    ReadLimits {
-        max_buffer_size: max_buffer_size.unwrap_or(d.max_buffer_size),
-        max_batch_size: max_batch_size.unwrap_or(d.max_batch_size),
-    }
+    Ok(ReadLimits {
+        max_buffer_size: match max_buffer_size {
+            Some(n) => size_arg("max_buffer_size", n)?,
+            None => d.max_buffer_size,
+        },
+        max_batch_size: match max_batch_size {
+            Some(n) => size_arg("max_batch_size", n)?,
+            None => d.max_batch_size,
+        },
+    })
 }
 
 fn batch_to_py<'py>(py: Python<'py>, batch: RecordBatch) -> PyResult<Bound<'py, PyAny>> {
@@ -37,13 +44,6 @@ fn table_to_py<'py>(
     schema: SchemaRef,
 ) -> PyResult<Bound<'py, PyAny>> {
     PyTable::try_new(batches, schema)?.into_pyarrow(py)
-}
-
-fn checked_threads(threads: Option<usize>) -> PyResult<Option<usize>> {
-    if threads == Some(0) {
-        return Err(Error::Parameter("threads must be at least 1 (or None)".into()).into());
-    }
-    Ok(threads)
 }
 
 /// The rest of a stream reader as an Arrow RecordBatchReader (for `__arrow_c_stream__`).
@@ -142,7 +142,7 @@ impl PyIpcStreamReader {
         let _ = requested_schema; // the stream is exported with its own schema
         let reader = self.reader.take()?.retire();
         let stream = FFI_ArrowArrayStream::new(Box::new(Remaining { reader }));
-        Ok(PyCapsule::new_with_value(py, stream, STREAM_CAPSULE)?)
+        PyCapsule::new_with_value(py, stream, STREAM_CAPSULE)
     }
 
     /// Gives the decompression context back. Idempotent.
@@ -332,15 +332,15 @@ impl FileBatches {
 pub fn open_stream(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
-    max_buffer_size: Option<usize>,
-    max_batch_size: Option<usize>,
-    threads: Option<usize>,
+    max_buffer_size: Option<i64>,
+    max_batch_size: Option<i64>,
+    threads: Option<i64>,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcStreamReader> {
-    let threads = checked_threads(threads)?;
+    let threads = threads_arg(threads)?;
     let input = InputSource::open(source)?;
     let pool = pool_or_default(pool);
-    let limits = limits(max_buffer_size, max_batch_size);
+    let limits = limits(max_buffer_size, max_batch_size)?;
     let reader = py
         .detach(|| StreamReader::try_new(input, limits, &pool, threads))
         .map_err(unwrap_py_error)?;
@@ -358,15 +358,15 @@ pub fn open_stream(
 pub fn open_file(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
-    max_buffer_size: Option<usize>,
-    max_batch_size: Option<usize>,
-    threads: Option<usize>,
+    max_buffer_size: Option<i64>,
+    max_batch_size: Option<i64>,
+    threads: Option<i64>,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcFileReader> {
-    let threads = checked_threads(threads)?;
+    let threads = threads_arg(threads)?;
     let input = InputSource::open(source)?;
     let pool = pool_or_default(pool);
-    let limits = limits(max_buffer_size, max_batch_size);
+    let limits = limits(max_buffer_size, max_batch_size)?;
     let reader = py
         .detach(|| FileReader::try_new(input, limits, &pool, threads))
         .map_err(unwrap_py_error)?;
@@ -385,9 +385,9 @@ pub fn open_file(
 pub fn read_stream<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
-    max_buffer_size: Option<usize>,
-    max_batch_size: Option<usize>,
-    threads: Option<usize>,
+    max_buffer_size: Option<i64>,
+    max_batch_size: Option<i64>,
+    threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let reader = open_stream(py, source, max_buffer_size, max_batch_size, threads, pool)?;
@@ -402,9 +402,9 @@ pub fn read_stream<'py>(
 pub fn read_file<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
-    max_buffer_size: Option<usize>,
-    max_batch_size: Option<usize>,
-    threads: Option<usize>,
+    max_buffer_size: Option<i64>,
+    max_batch_size: Option<i64>,
+    threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let reader = open_file(py, source, max_buffer_size, max_batch_size, threads, pool)?;

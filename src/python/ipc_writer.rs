@@ -9,6 +9,7 @@ use pyo3::types::PyBytes;
 use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PySchema;
 
+use super::args::{level_arg, threads_arg};
 use super::buffer::type_name;
 use super::errors::new_err;
 use super::held::Held;
@@ -21,11 +22,14 @@ use crate::ipc::{Compression, IpcFormat, IpcWriter, WriterOptions};
 /// zstd level 1 by default, the same as pyarrow, so that sizes compare fairly.
 const DEFAULT_IPC_ZSTD_LEVEL: i32 = 1;
 
-fn compression(name: Option<&str>, level: Option<i32>) -> PyResult<Compression> {
+fn compression(name: Option<&str>, level: Option<i64>) -> PyResult<Compression> {
     match name.map(str::to_ascii_lowercase).as_deref() {
-        Some("zstd") => Ok(Compression::Zstd(CompressParams::level(
-            level.unwrap_or(DEFAULT_IPC_ZSTD_LEVEL),
-        ))),
+        Some("zstd") => {
+            let level = level.map(level_arg).transpose()?;
+            let params = CompressParams::level(level.unwrap_or(DEFAULT_IPC_ZSTD_LEVEL));
+            params.validate()?;
+            Ok(Compression::Zstd(params))
+        }
         Some("lz4") | Some("lz4_frame") | None | Some("none") | Some("uncompressed")
             if level.is_some() =>
         {
@@ -43,28 +47,66 @@ fn compression(name: Option<&str>, level: Option<i32>) -> PyResult<Compression> 
     }
 }
 
-/// Turns what `write` accepts into Arrow: pandas DataFrames go through pyarrow (keeping the
-/// pandas metadata that restores the index), anything else through the PyCapsule interface.
-fn to_reader(data: &Bound<'_, PyAny>) -> PyResult<Box<dyn RecordBatchReader + Send>> {
-    let py = data.py();
-    let sys_modules = py.import("sys")?.getattr("modules")?;
-    if let Ok(pandas) = sys_modules.get_item("pandas") {
-        if data.is_instance(&pandas.getattr("DataFrame")?)? {
-            let table = py
-                .import("pyarrow")?
-                .getattr("Table")?
-                .call_method1("from_pandas", (data,))?;
-            return table.extract::<AnyRecordBatch>()?.into_reader();
+/// What `write` was given, as Arrow: one batch (the common case, with no stream around it)
+/// or a stream of batches.
+enum Input {
+    Batch(RecordBatch),
+    Stream(Box<dyn RecordBatchReader + Send>),
+}
+
+impl Input {
+    fn schema(&self) -> SchemaRef {
+        match self {
+            Input::Batch(b) => b.schema(),
+            Input::Stream(r) => r.schema(),
         }
     }
+}
+
+/// Turns what `write` accepts into Arrow: pandas DataFrames go through pyarrow (keeping the
+/// pandas metadata that restores the index), anything else through the PyCapsule interface.
+fn to_input(data: &Bound<'_, PyAny>) -> PyResult<Input> {
+    let py = data.py();
+    let is_pandas = data
+        .get_type()
+        .module()
+        .is_ok_and(|m| m.to_str().is_ok_and(|m| m.starts_with("pandas")));
+    let converted;
+    let data = if is_pandas && data.hasattr("to_numpy")? {
+        converted = py
+            .import("pyarrow")?
+            .getattr("Table")?
+            .call_method1("from_pandas", (data,))?;
+        &converted
+    } else {
+        data
+    };
     match data.extract::<AnyRecordBatch>() {
-        Ok(any) => any.into_reader(),
+        Ok(AnyRecordBatch::RecordBatch(b)) => Ok(Input::Batch(b.into_inner())),
+        Ok(stream) => Ok(Input::Stream(stream.into_reader()?)),
         Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
             "cannot write '{}': expected a pyarrow Table, RecordBatch or RecordBatchReader, a \
              pandas DataFrame, or an object with __arrow_c_stream__ or __arrow_c_array__ \
              (polars, duckdb, arro3, nanoarrow)",
             type_name(data)
         ))),
+    }
+}
+
+/// Calls `each` for every batch of `input`; reading a stream's next batch runs without the GIL.
+fn for_each_batch(
+    py: Python<'_>,
+    input: Input,
+    mut each: impl FnMut(RecordBatch) -> PyResult<()>,
+) -> PyResult<()> {
+    match input {
+        Input::Batch(b) => each(b),
+        Input::Stream(mut reader) => loop {
+            match py.detach(|| reader.next()) {
+                None => return Ok(()),
+                Some(batch) => each(batch.map_err(Error::from)?)?,
+            }
+        },
     }
 }
 
@@ -141,21 +183,51 @@ pub struct PyIpcWriter {
 impl PyIpcWriter {
     #[allow(clippy::too_many_arguments)]
     fn create(
-        py: Python<'_>,
         sink: Option<&Bound<'_, PyAny>>,
         schema: SchemaRef,
         format: IpcFormat,
         compression_name: Option<&str>,
-        level: Option<i32>,
-        threads: Option<usize>,
+        level: Option<i64>,
+        threads: Option<i64>,
         dictionary_deltas: bool,
         metadata: Option<HashMap<String, String>>,
         pool: Option<&Bound<'_, PyContextPool>>,
     ) -> PyResult<Self> {
+        let open = Self::open(
+            sink,
+            schema.clone(),
+            format,
+            compression_name,
+            level,
+            threads,
+            dictionary_deltas,
+            metadata,
+            pool,
+        )?;
+        let compression = open.writer.options().compression;
+        Ok(PyIpcWriter {
+            open: Held::new(open, "IPC writer"),
+            schema,
+            format,
+            compression,
+        })
+    }
+
+    /// Opens the sink and writes the header.
+    #[allow(clippy::too_many_arguments)]
+    fn open(
+        sink: Option<&Bound<'_, PyAny>>,
+        schema: SchemaRef,
+        format: IpcFormat,
+        compression_name: Option<&str>,
+        level: Option<i64>,
+        threads: Option<i64>,
+        dictionary_deltas: bool,
+        metadata: Option<HashMap<String, String>>,
+        pool: Option<&Bound<'_, PyContextPool>>,
+    ) -> PyResult<Open> {
         let compression = compression(compression_name, level)?;
-        if threads == Some(0) {
-            return Err(Error::Parameter("threads must be at least 1 (or None)".into()).into());
-        }
+        let threads = threads_arg(threads)?;
         if metadata.is_some() && format == IpcFormat::Stream {
             return Err(Error::Parameter(
                 "metadata is written in the file footer: it applies to new_file and write_file"
@@ -171,54 +243,34 @@ impl PyIpcWriter {
             footer_metadata: metadata.unwrap_or_default(),
         };
         let pool = pool_or_default(pool);
-        let mut sink = Sink::open(sink)?;
-        let mut header = Vec::new();
-        let writer = match IpcWriter::try_new(schema.clone(), options, &pool, &mut header) {
-            Ok(w) => w,
-            Err(e) => {
-                sink.discard();
-                return Err(e.into());
-            }
-        };
-        if let Err(e) = sink.write(py, &header) {
-            // The writer drops here and gives its context back.
-            sink.discard();
-            return Err(e);
-        }
-        Ok(PyIpcWriter {
-            open: Held::new(
-                Open {
-                    writer,
-                    sink,
-                    scratch: Vec::new(),
-                },
-                "IPC writer",
-            ),
-            schema,
-            format,
-            compression,
+        // The writer first: a bad option or schema then leaves no file behind.
+        let writer = IpcWriter::try_new(schema, options, &pool)?;
+        let sink = Sink::open(sink)?;
+        Ok(Open {
+            writer,
+            sink,
+            scratch: Vec::new(),
         })
     }
 
     /// Writes every batch of `data`; a failure closes the writer (sink errors) or leaves it
     /// usable (a batch that does not fit), never with part of a batch written.
     fn write_data(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        let reader = to_reader(data)?;
+        let input = to_input(data)?;
         let mut open = self.open.take()?;
-        let mut reader = reader;
-        loop {
-            let next = py.detach(|| reader.next());
-            let Some(batch) = next else { return Ok(()) };
-            let batch = batch.map_err(Error::from)?;
-            match open.write_batch(py, &batch) {
-                Ok(()) => {}
-                Err(Failure::Encode(e)) => return Err(e),
-                Err(Failure::Sink(e)) => {
-                    open.retire().abandon();
-                    return Err(e);
-                }
+        let mut sink_failed = None;
+        let result = for_each_batch(py, input, |batch| match open.write_batch(py, &batch) {
+            Ok(()) => Ok(()),
+            Err(Failure::Encode(e)) => Err(e),
+            Err(Failure::Sink(e)) => {
+                sink_failed = Some(());
+                Err(e)
             }
+        });
+        if sink_failed.is_some() {
+            open.retire().abandon();
         }
+        result
     }
 }
 
@@ -372,18 +424,16 @@ fn schema_of(schema: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
 #[pyo3(signature = (sink, schema, *, compression=Some("zstd"), level=None, threads=None, dictionary_deltas=false, pool=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn new_stream(
-    py: Python<'_>,
     sink: &Bound<'_, PyAny>,
     schema: &Bound<'_, PyAny>,
     compression: Option<&str>,
-    level: Option<i32>,
-    threads: Option<usize>,
+    level: Option<i64>,
+    threads: Option<i64>,
     dictionary_deltas: bool,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcWriter> {
     require_sink(sink)?;
     PyIpcWriter::create(
-        py,
         Some(sink),
         schema_of(schema)?,
         IpcFormat::Stream,
@@ -401,19 +451,17 @@ pub fn new_stream(
 #[pyo3(signature = (sink, schema, *, compression=Some("zstd"), level=None, threads=None, dictionary_deltas=false, metadata=None, pool=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn new_file(
-    py: Python<'_>,
     sink: &Bound<'_, PyAny>,
     schema: &Bound<'_, PyAny>,
     compression: Option<&str>,
-    level: Option<i32>,
-    threads: Option<usize>,
+    level: Option<i64>,
+    threads: Option<i64>,
     dictionary_deltas: bool,
     metadata: Option<HashMap<String, String>>,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcWriter> {
     require_sink(sink)?;
     PyIpcWriter::create(
-        py,
         Some(sink),
         schema_of(schema)?,
         IpcFormat::File,
@@ -444,16 +492,15 @@ fn write_all<'py>(
     sink: Option<&Bound<'py, PyAny>>,
     format: IpcFormat,
     compression: Option<&str>,
-    level: Option<i32>,
-    threads: Option<usize>,
+    level: Option<i64>,
+    threads: Option<i64>,
     dictionary_deltas: bool,
     metadata: Option<HashMap<String, String>>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let reader = to_reader(data)?;
-    let schema = reader.schema();
-    let writer = PyIpcWriter::create(
-        py,
+    let input = to_input(data)?;
+    let schema = input.schema();
+    let mut open = PyIpcWriter::open(
         sink,
         schema,
         format,
@@ -464,19 +511,13 @@ fn write_all<'py>(
         metadata,
         pool,
     )?;
-    let mut open = writer.open.take()?.retire();
-    let mut reader = reader;
-    loop {
-        let next = py.detach(|| reader.next());
-        let Some(batch) = next else { break };
-        let written = match batch {
-            Ok(b) => open.write_batch(py, &b),
-            Err(e) => Err(Failure::Encode(Error::from(e).into())),
-        };
-        if let Err(Failure::Encode(e) | Failure::Sink(e)) = written {
-            open.abandon();
-            return Err(e);
-        }
+    let written = for_each_batch(py, input, |batch| match open.write_batch(py, &batch) {
+        Ok(()) => Ok(()),
+        Err(Failure::Encode(e) | Failure::Sink(e)) => Err(e),
+    });
+    if let Err(e) = written {
+        open.abandon();
+        return Err(e);
     }
     Ok(open.finish(py)?.map(|bytes| PyBytes::new(py, &bytes)))
 }
@@ -492,8 +533,8 @@ pub fn write_stream<'py>(
     data: &Bound<'py, PyAny>,
     sink: Option<&Bound<'py, PyAny>>,
     compression: Option<&str>,
-    level: Option<i32>,
-    threads: Option<usize>,
+    level: Option<i64>,
+    threads: Option<i64>,
     dictionary_deltas: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
@@ -520,8 +561,8 @@ pub fn write_file<'py>(
     data: &Bound<'py, PyAny>,
     sink: Option<&Bound<'py, PyAny>>,
     compression: Option<&str>,
-    level: Option<i32>,
-    threads: Option<usize>,
+    level: Option<i64>,
+    threads: Option<i64>,
     dictionary_deltas: bool,
     metadata: Option<HashMap<String, String>>,
     pool: Option<&Bound<'py, PyContextPool>>,

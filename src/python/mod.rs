@@ -1,5 +1,6 @@
 //! The Python bindings: a thin layer over the core, one file per family of Python objects.
 
+mod args;
 mod buffer;
 mod codec;
 mod errors;

@@ -6,6 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
+use super::args::{count_arg, size_arg};
 use crate::pool::{ContextPool, PoolConfig, PoolKey, PoolStats};
 
 /// A pool of zstd contexts. The module-level functions share one default pool
@@ -24,15 +25,21 @@ impl PyContextPool {
     #[new]
     #[pyo3(signature = (*, max_idle_per_key=None, max_idle_bytes=64 << 20, max_scratch_bytes=4 << 20, idle_timeout=None))]
     fn new(
-        max_idle_per_key: Option<usize>,
-        max_idle_bytes: usize,
-        max_scratch_bytes: usize,
+        max_idle_per_key: Option<i64>,
+        max_idle_bytes: i64,
+        max_scratch_bytes: i64,
         idle_timeout: Option<f64>,
     ) -> PyResult<Self> {
+        let max_idle_per_key = max_idle_per_key
+            .map(|n| count_arg("max_idle_per_key", n))
+            .transpose()?;
+        let max_idle_bytes = size_arg("max_idle_bytes", max_idle_bytes)?;
+        let max_scratch_bytes = size_arg("max_scratch_bytes", max_scratch_bytes)?;
         let defaults = PoolConfig::default();
         let idle_timeout = match idle_timeout {
             None => None,
-            Some(t) if t.is_finite() && t >= 0.0 => Some(Duration::from_secs_f64(t)),
+            // Beyond what a Duration holds (centuries) is the same as never.
+            Some(t) if t.is_finite() && t >= 0.0 => Duration::try_from_secs_f64(t).ok(),
             Some(t) => {
                 return Err(PyValueError::new_err(format!(
                     "idle_timeout must be a non-negative number of seconds or None, not {t}"
