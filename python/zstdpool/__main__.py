@@ -118,11 +118,31 @@ def _run_bench(args: argparse.Namespace) -> int:
 
 
 # --------------------------------------------------------------------------------------------
+# recompress and inspect (their logic is in zstdpool._cli_ipc)
+
+
+def _add_recompress(subparsers: Subparsers) -> None:
+    from zstdpool import _cli_ipc
+
+    _cli_ipc.add_recompress(subparsers)
+
+
+def _add_inspect(subparsers: Subparsers) -> None:
+    from zstdpool import _cli_ipc
+
+    _cli_ipc.add_inspect(subparsers)
+
+
+# --------------------------------------------------------------------------------------------
 # The parser
 
 #: One function per subcommand; to add one (e.g. ``recompress``, ``inspect``), write
 #: ``_add_recompress(subparsers)`` like :func:`_add_bench` and list it here.
-COMMANDS: tuple[Callable[[Subparsers], None], ...] = (_add_bench,)
+COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
+    _add_bench,
+    _add_recompress,
+    _add_inspect,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,6 +10,39 @@ from typing import Any, Literal, Protocol, final
 import pyarrow as pa
 from typing_extensions import Buffer, Self
 
+__all__ = [
+    "DEFAULT_LEVEL",
+    "DEFAULT_MAX_OUTPUT_SIZE",
+    "MAX_LEVEL",
+    "MIN_LEVEL",
+    "ZSTD_VERSION",
+    "Compressor",
+    "ContextPool",
+    "Decompressor",
+    "IpcFileReader",
+    "IpcStreamReader",
+    "IpcWriter",
+    "__version__",
+    "compress",
+    "compress_many",
+    "compressor",
+    "decompress",
+    "decompress_into",
+    "decompress_many",
+    "decompressor",
+    "default_pool",
+    "inspect_ipc",
+    "new_file",
+    "new_stream",
+    "open_file",
+    "open_stream",
+    "pool_stats",
+    "read_file",
+    "read_stream",
+    "write_file",
+    "write_stream",
+]
+
 __version__: str
 ZSTD_VERSION: str
 MIN_LEVEL: int
@@ -255,3 +288,4 @@ def read_file(
     threads: int | None = None,
     pool: ContextPool | None = None,
 ) -> pa.Table: ...
+def inspect_ipc(source: _Source) -> dict[str, Any]: ...

@@ -4,6 +4,7 @@
 //! control threads and output sizes themselves.
 
 mod body;
+pub mod inspect;
 mod message;
 pub mod reader;
 pub mod writer;

@@ -10,11 +10,15 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_buffer::Buffer;
 use arrow_ipc::reader::{read_dictionary, RecordBatchDecoder};
 use arrow_ipc::{Block, Message, MessageHeader, MetadataVersion};
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::{
+    DataType, Schema, SchemaRef, DECIMAL128_MAX_PRECISION, DECIMAL256_MAX_PRECISION,
+    DECIMAL32_MAX_PRECISION, DECIMAL64_MAX_PRECISION,
+};
 
 use super::body::decompress_buffers;
 pub use super::body::ReadLimits;
 use super::message::{self, batch_header, buffer_spans};
+use super::writer::children;
 use super::ARROW_MAGIC;
 use crate::context::Decompressor;
 use crate::error::{catch_panics, Error, Result};
@@ -77,6 +81,10 @@ impl<R> ReaderSource<R> {
     pub fn new(inner: R) -> Self {
         ReaderSource { inner }
     }
+
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
 }
 
 /// Reads up to `n` bytes, growing the buffer as bytes arrive: a hostile length on a short
@@ -120,13 +128,23 @@ fn read_exact(source: &mut dyn Source, n: usize, what: &str) -> Result<Buffer> {
 
 /// Reads a message's framing and metadata; None at the end of the stream (an end-of-stream
 /// marker, or the input ending cleanly between messages).
-fn read_message_meta(source: &mut dyn Source, limits: &ReadLimits) -> Result<Option<Buffer>> {
+pub(crate) fn read_message_meta(
+    source: &mut dyn Source,
+    limits: &ReadLimits,
+) -> Result<Option<Buffer>> {
     let first = source.read(4)?;
     if first.is_empty() {
         return Ok(None);
     }
     if first.len() < 4 {
         return Err(truncated("a message length", 4, first.len()));
+    }
+    if first.as_slice() == &ARROW_MAGIC[..4] {
+        return Err(Error::Ipc(
+            "this is an Arrow IPC file (it starts with the ARROW1 magic), not a stream: open it \
+             with open_file or read_file"
+                .into(),
+        ));
     }
     let mut len = i32::from_le_bytes(first.as_slice().try_into().expect("4 bytes"));
     if len == -1 {
@@ -163,6 +181,16 @@ fn body_length(msg: &Message<'_>, limits: &ReadLimits) -> Result<usize> {
         )));
     }
     Ok(n)
+}
+
+/// Reads the body of `msg`, checked against the limits.
+pub(crate) fn read_body(
+    source: &mut dyn Source,
+    msg: &Message<'_>,
+    limits: &ReadLimits,
+) -> Result<Buffer> {
+    let n = body_length(msg, limits)?;
+    read_exact(source, n, "a message body")
 }
 
 /// What readers of both formats share: the schema, the dictionaries read so far, the limits
@@ -267,16 +295,48 @@ fn schema_from_message(meta: &[u8]) -> Result<Schema> {
     schema_from_fb(fb)
 }
 
-fn schema_from_fb(fb: arrow_ipc::Schema<'_>) -> Result<Schema> {
+pub(crate) fn schema_from_fb(fb: arrow_ipc::Schema<'_>) -> Result<Schema> {
     if fb.fields().is_none() {
         return Err(Error::Ipc("schema without a field list".into()));
     }
     if fb.endianness() != arrow_ipc::Endianness::Little {
         return Err(Error::Ipc("big-endian IPC data is not supported".into()));
     }
-    catch_panics("reading the schema", || {
+    let schema = catch_panics("reading the schema", || {
         Ok(arrow_ipc::convert::fb_to_schema(fb))
-    })
+    })?;
+    validate_schema(&schema)?;
+    Ok(schema)
+}
+
+/// Refuses types that arrow-ipc accepts but no Arrow implementation can use (found by fuzzing:
+/// a decimal of precision 0).
+fn validate_schema(schema: &Schema) -> Result<()> {
+    fn check(dt: &DataType) -> Result<()> {
+        let (precision, max) = match dt {
+            DataType::Decimal32(p, _) => (*p, DECIMAL32_MAX_PRECISION),
+            DataType::Decimal64(p, _) => (*p, DECIMAL64_MAX_PRECISION),
+            DataType::Decimal128(p, _) => (*p, DECIMAL128_MAX_PRECISION),
+            DataType::Decimal256(p, _) => (*p, DECIMAL256_MAX_PRECISION),
+            DataType::Dictionary(k, v) => return check(k).and(check(v)),
+            _ => {
+                for child in children(dt) {
+                    check(child.data_type())?;
+                }
+                return Ok(());
+            }
+        };
+        if precision == 0 || precision > max {
+            return Err(Error::Ipc(format!(
+                "invalid type {dt}: decimal precision must be from 1 to {max}"
+            )));
+        }
+        Ok(())
+    }
+    schema
+        .fields()
+        .iter()
+        .try_for_each(|f| check(f.data_type()))
 }
 
 /// Reads an IPC stream one batch at a time.
@@ -284,6 +344,9 @@ pub struct StreamReader<S> {
     source: S,
     decoder: Decoder,
     batches_read: usize,
+    dictionaries_read: usize,
+    /// The kind of message being read, for error messages.
+    reading_dictionary: bool,
     done: bool,
 }
 
@@ -304,6 +367,8 @@ impl<S: Source> StreamReader<S> {
             source,
             decoder: Decoder::new(schema, limits, pool, threads),
             batches_read: 0,
+            dictionaries_read: 0,
+            reading_dictionary: false,
             done: false,
         })
     }
@@ -332,22 +397,29 @@ impl<S: Source> StreamReader<S> {
                 return Ok(None);
             };
             let msg = message::parse(&meta)?;
-            let body_len = body_length(&msg, &self.decoder.limits)?;
             if msg.header_type() == MessageHeader::Schema {
                 return Err(Error::Ipc(
                     "a second schema message inside the stream".into(),
                 ));
             }
-            let body = read_exact(&mut self.source, body_len, "a message body")?;
-            if let Some(batch) = self.decoder.decode(&meta, body)? {
-                self.batches_read += 1;
-                return Ok(Some(batch));
+            self.reading_dictionary = msg.header_type() == MessageHeader::DictionaryBatch;
+            let body = read_body(&mut self.source, &msg, &self.decoder.limits)?;
+            match self.decoder.decode(&meta, body)? {
+                Some(batch) => {
+                    self.batches_read += 1;
+                    return Ok(Some(batch));
+                }
+                None => self.dictionaries_read += 1,
             }
         }
     }
 
     fn locate(&self, e: Error) -> Error {
-        let at = format!("record batch {}", self.batches_read);
+        let at = if self.reading_dictionary {
+            format!("dictionary batch {}", self.dictionaries_read)
+        } else {
+            format!("record batch {}", self.batches_read)
+        };
         match e {
             Error::Ipc(m) => Error::Ipc(format!("{at}: {m}")),
             Error::Corrupt(m) => Error::Corrupt(format!("{at}: {m}")),

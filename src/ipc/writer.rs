@@ -11,7 +11,7 @@ use arrow_ipc::writer::{
     DictionaryHandling, DictionaryTracker, IpcDataGenerator, IpcWriteOptions, StreamEncoder,
 };
 use arrow_ipc::{Block, FooterBuilder, MessageHeader, MetadataVersion};
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 use flatbuffers::FlatBufferBuilder;
 
 use super::body::{compress_buffers, Compression};
@@ -151,17 +151,10 @@ impl IpcWriter {
     pub fn write(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
         self.check_open()?;
         check_schema(&self.schema, batch.schema_ref())?;
-        let batch = if Schema::eq(batch.schema_ref(), &self.schema) {
-            Cow::Borrowed(batch)
-        } else {
-            // Same fields, other metadata: write under the writer's schema.
-            Cow::Owned(RecordBatch::try_new(
-                self.schema.clone(),
-                batch.columns().to_vec(),
-            )?)
-        };
+        // The body does not depend on names or metadata, so a batch whose fields match is
+        // encoded as it is; the stream carries the writer's schema.
         let start = out.len();
-        let result = self.encode(&batch, out);
+        let result = self.encode(batch, out);
         if result.is_err() {
             out.truncate(start);
         }
@@ -321,14 +314,12 @@ impl IpcWriter {
     }
 }
 
-/// Refuses a batch whose fields differ from the writer's in name, type or nullability
-/// (metadata may differ, as in pyarrow).
+/// Refuses a batch whose fields differ from the writer's in name, type, nullability or
+/// extension type. Other metadata, and the names of nested fields, may differ (as in pyarrow).
 fn check_schema(expected: &Schema, got: &Schema) -> Result<()> {
     let same = expected.fields().len() == got.fields().len()
         && expected.fields().iter().zip(got.fields()).all(|(a, b)| {
-            a.name() == b.name()
-                && a.is_nullable() == b.is_nullable()
-                && a.data_type().equals_datatype(b.data_type())
+            a.name() == b.name() && a.is_nullable() == b.is_nullable() && same_type(a, b)
         });
     if same {
         return Ok(());
@@ -338,6 +329,40 @@ fn check_schema(expected: &Schema, got: &Schema) -> Result<()> {
         describe(expected),
         describe(got)
     )))
+}
+
+/// Whether two fields have the same type, extension types (kept in field metadata) included.
+fn same_type(a: &Field, b: &Field) -> bool {
+    const EXTENSION_KEYS: [&str; 2] = ["ARROW:extension:name", "ARROW:extension:metadata"];
+    let extension = |f: &Field| EXTENSION_KEYS.map(|k| f.metadata().get(k).cloned());
+    if extension(a) != extension(b) || !a.data_type().equals_datatype(b.data_type()) {
+        return false;
+    }
+    // Struct and union members are told apart by name; a list's item name is a convention.
+    let named = matches!(a.data_type(), DataType::Struct(_) | DataType::Union(..));
+    let (ca, cb) = (children(a.data_type()), children(b.data_type()));
+    ca.len() == cb.len()
+        && ca
+            .iter()
+            .zip(&cb)
+            .all(|(x, y)| (!named || x.name() == y.name()) && same_type(x, y))
+}
+
+/// The child fields of nested types.
+pub(crate) fn children(dt: &DataType) -> Vec<&FieldRef> {
+    match dt {
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => vec![f],
+        DataType::Struct(fields) => fields.iter().collect(),
+        DataType::Union(fields, _) => fields.iter().map(|(_, f)| f).collect(),
+        DataType::Dictionary(_, values) => children(values),
+        DataType::RunEndEncoded(r, v) => vec![r, v],
+        _ => vec![],
+    }
 }
 
 fn describe(schema: &Schema) -> String {

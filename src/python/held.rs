@@ -83,6 +83,26 @@ impl<T> Held<T> {
         }
     }
 
+    /// Closes only if idle: returns the value to finish, None if already closed, and a
+    /// BusyError while a call runs (a writer's close must not race its write).
+    pub fn close_idle(&self) -> PyResult<Option<T>> {
+        let mut state = self.lock();
+        match std::mem::replace(&mut *state, State::Closed) {
+            State::Ready(value) => Ok(Some(value)),
+            State::Closed => Ok(None),
+            busy => {
+                *state = busy;
+                Err(new_err(
+                    "BusyError",
+                    format!(
+                        "this {} is in use by another thread; close it when that call returns",
+                        self.what
+                    ),
+                ))
+            }
+        }
+    }
+
     pub fn is_closed(&self) -> bool {
         matches!(*self.lock(), State::Closed | State::BusyClosing)
     }

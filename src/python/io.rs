@@ -33,17 +33,95 @@ fn as_path(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
     Ok(None)
 }
 
+/// A file written under a temporary name beside its target and renamed over the target on
+/// commit, so that a failed or abandoned write never leaves a partial file. Dropping it
+/// uncommitted removes it.
+pub struct TempFile {
+    file: File,
+    temp: PathBuf,
+    target: PathBuf,
+    done: bool,
+}
+
+impl TempFile {
+    fn create(target: PathBuf) -> PyResult<Self> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        if target.is_dir() {
+            return Err(PyErr::from(std::io::Error::new(
+                std::io::ErrorKind::IsADirectory,
+                format!(
+                    "cannot write Arrow IPC to {}: it is a directory",
+                    target.display()
+                ),
+            )));
+        }
+        let mut name = target
+            .file_name()
+            .map(|n| n.to_os_string())
+            .unwrap_or_default();
+        name.push(format!(
+            ".zstdpool-{}-{}.tmp",
+            std::process::id(),
+            COUNTER.fetch_add(1, Ordering::Relaxed)
+        ));
+        let temp = target.with_file_name(name);
+        let file = File::create(&temp).map_err(|e| {
+            PyErr::from(std::io::Error::new(
+                e.kind(),
+                format!("cannot write Arrow IPC to {}: {e}", target.display()),
+            ))
+        })?;
+        Ok(TempFile {
+            file,
+            temp,
+            target,
+            done: false,
+        })
+    }
+
+    fn commit(&mut self, py: Python<'_>) -> PyResult<()> {
+        let TempFile {
+            file, temp, target, ..
+        } = self;
+        let result = py.detach(|| -> std::io::Result<()> {
+            file.sync_data().or_else(|e| {
+                // Some files (pipes, /dev/null) cannot sync; that is no failure.
+                if e.kind() == std::io::ErrorKind::InvalidInput {
+                    Ok(())
+                } else {
+                    Err(e)
+                }
+            })?;
+            std::fs::rename(&*temp, &*target)
+        });
+        if result.is_ok() {
+            self.done = true;
+        } else {
+            self.discard();
+        }
+        Ok(result?)
+    }
+
+    fn discard(&mut self) {
+        if !self.done {
+            self.done = true;
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        self.discard();
+    }
+}
+
 /// Where a writer's bytes go.
 pub enum Sink {
     /// Collected in memory and returned as bytes.
     Memory(Vec<u8>),
-    /// A file this writer created: written under a temporary name and renamed over the
-    /// target when the writer closes, so a failed write never leaves a partial file.
-    Path {
-        file: File,
-        temp: PathBuf,
-        target: PathBuf,
-    },
+    /// A file this writer created (see [`TempFile`]).
+    Path(TempFile),
     /// A Python object with `write`.
     Python(Py<PyAny>),
 }
@@ -55,33 +133,7 @@ impl Sink {
             return Ok(Sink::Memory(Vec::new()));
         };
         if let Some(target) = as_path(obj)? {
-            static COUNTER: AtomicU64 = AtomicU64::new(0);
-            let mut name = target
-                .file_name()
-                .map(|n| n.to_os_string())
-                .unwrap_or_default();
-            name.push(format!(
-                ".zstdpool-{}-{}.tmp",
-                std::process::id(),
-                COUNTER.fetch_add(1, Ordering::Relaxed)
-            ));
-            let temp = target.with_file_name(name);
-            if target.is_dir() {
-                return Err(PyErr::from(std::io::Error::new(
-                    std::io::ErrorKind::IsADirectory,
-                    format!(
-                        "cannot write Arrow IPC to {}: it is a directory",
-                        target.display()
-                    ),
-                )));
-            }
-            let file = File::create(&temp).map_err(|e| {
-                PyErr::from(std::io::Error::new(
-                    e.kind(),
-                    format!("cannot write Arrow IPC to {}: {e}", target.display()),
-                ))
-            })?;
-            return Ok(Sink::Path { file, temp, target });
+            return Ok(Sink::Path(TempFile::create(target)?));
         }
         if obj.hasattr("write")? {
             if let Ok(closed) = obj.getattr("closed") {
@@ -127,7 +179,10 @@ impl Sink {
                 v.extend_from_slice(bytes);
                 Ok(())
             }
-            Sink::Path { file, .. } => Ok(py.detach(|| file.write_all(bytes))?),
+            Sink::Path(t) => {
+                let file = &mut t.file;
+                Ok(py.detach(|| file.write_all(bytes))?)
+            }
             Sink::Python(obj) => {
                 let obj = obj.bind(py);
                 let mut done = 0;
@@ -150,37 +205,18 @@ impl Sink {
 
     /// Completes the output: renames a path sink's file into place. Returns the collected
     /// bytes for a memory sink.
-    pub fn commit(self, py: Python<'_>) -> PyResult<Option<Vec<u8>>> {
+    pub fn commit(&mut self, py: Python<'_>) -> PyResult<Option<Vec<u8>>> {
         match self {
-            Sink::Memory(v) => Ok(Some(v)),
-            Sink::Path { file, temp, target } => {
-                let result = py.detach(|| -> std::io::Result<()> {
-                    file.sync_data().or_else(|e| {
-                        // Some filesystems (pipes, /dev/null) cannot sync; that is no failure.
-                        if e.kind() == std::io::ErrorKind::InvalidInput {
-                            Ok(())
-                        } else {
-                            Err(e)
-                        }
-                    })?;
-                    drop(file);
-                    std::fs::rename(&temp, &target)
-                });
-                if result.is_err() {
-                    let _ = std::fs::remove_file(&temp);
-                }
-                result?;
-                Ok(None)
-            }
+            Sink::Memory(v) => Ok(Some(std::mem::take(v))),
+            Sink::Path(t) => t.commit(py).map(|()| None),
             Sink::Python(_) => Ok(None),
         }
     }
 
     /// Abandons the output: a path sink's temporary file is removed.
-    pub fn discard(self) {
-        if let Sink::Path { file, temp, .. } = self {
-            drop(file);
-            let _ = std::fs::remove_file(temp);
+    pub fn discard(&mut self) {
+        if let Sink::Path(t) = self {
+            t.discard();
         }
     }
 }
@@ -204,7 +240,14 @@ impl Read for PyFileLike {
                     type_name(&data)
                 ))
             })?;
-            let n = view.len_bytes().min(buf.len());
+            if view.len_bytes() > buf.len() {
+                return Err(std::io::Error::other(format!(
+                    "the source's read({}) returned {} bytes, more than asked",
+                    buf.len(),
+                    view.len_bytes()
+                )));
+            }
+            let n = view.len_bytes();
             if n > 0 {
                 // SAFETY: the export is held for the length of this copy, and `n` is within both.
                 let src = unsafe { std::slice::from_raw_parts(view.buf_ptr() as *const u8, n) };
@@ -322,6 +365,25 @@ impl InputSource {
              object with read(), not '{}'",
             type_name(obj)
         )))
+    }
+}
+
+impl InputSource {
+    /// Whether reads at any offset work (a Python file object must be seekable).
+    pub fn seekable(&self, py: Python<'_>) -> PyResult<bool> {
+        match self {
+            InputSource::Bytes(_) | InputSource::File(_) => Ok(true),
+            InputSource::Python(s) => {
+                let obj = s.get_ref().obj.bind(py);
+                if !obj.hasattr("seek")? {
+                    return Ok(false);
+                }
+                match obj.call_method0("seekable") {
+                    Ok(v) => v.is_truthy(),
+                    Err(_) => Ok(true),
+                }
+            }
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
 use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict};
+use pyo3::types::{PyCapsule, PyDict, PyList};
 use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
 
 use super::args::{size_arg, threads_arg};
@@ -15,8 +15,9 @@ use super::errors::new_err;
 use super::held::Held;
 use super::io::{unwrap_py_error, InputSource};
 use super::pool::{pool_or_default, PyContextPool};
-use crate::error::Result;
-use crate::ipc::{FileReader, ReadLimits, StreamReader};
+use crate::error::{Error, Result};
+use crate::ipc::inspect::inspect;
+use crate::ipc::{FileReader, IpcFormat, ReadLimits, StreamReader};
 
 const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
 
@@ -345,6 +346,7 @@ pub fn open_stream(
         .detach(|| StreamReader::try_new(input, limits, &pool, threads))
         .map_err(unwrap_py_error)?;
     let schema = reader.schema();
+    check_exportable(&schema)?;
     Ok(PyIpcStreamReader {
         reader: Held::new(reader, "IPC reader"),
         schema,
@@ -365,12 +367,19 @@ pub fn open_file(
 ) -> PyResult<PyIpcFileReader> {
     let threads = threads_arg(threads)?;
     let input = InputSource::open(source)?;
+    if !input.seekable(py)? {
+        return Err(pyo3::exceptions::PyTypeError::new_err(
+            "open_file needs a seekable source (a path, bytes, or a file object with seek()); \
+             read the data into bytes first, or use open_stream for IPC streams",
+        ));
+    }
     let pool = pool_or_default(pool);
     let limits = limits(max_buffer_size, max_batch_size)?;
     let reader = py
         .detach(|| FileReader::try_new(input, limits, &pool, threads))
         .map_err(unwrap_py_error)?;
     let schema = reader.schema();
+    check_exportable(&schema)?;
     let num_batches = reader.num_batches();
     Ok(PyIpcFileReader {
         reader: Held::new(reader, "IPC reader"),
@@ -411,4 +420,58 @@ pub fn read_file<'py>(
     let table = reader.read_all(py);
     reader.close();
     table
+}
+
+/// Refuses, at open, a schema that cannot cross the Arrow C data interface to pyarrow (a NUL
+/// byte in a field name, for one), so that the failure is an IpcError and not pyarrow's.
+fn check_exportable(schema: &SchemaRef) -> PyResult<()> {
+    arrow_schema::ffi::FFI_ArrowSchema::try_from(schema.as_ref())
+        .map(drop)
+        .map_err(|e| {
+            Error::Ipc(format!(
+                "the schema cannot be handed to pyarrow through the Arrow C data interface: {e}"
+            ))
+            .into()
+        })
+}
+
+/// Summarizes an Arrow IPC stream or file without decoding its data: format, schema, batches,
+/// rows, codecs, and per column the stored and uncompressed bytes.
+#[pyfunction]
+pub fn inspect_ipc<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let mut input = InputSource::open(source)?;
+    let found = py
+        .detach(|| inspect(&mut input, &ReadLimits::default()))
+        .map_err(unwrap_py_error)?;
+    let d = PyDict::new(py);
+    d.set_item(
+        "format",
+        match found.format {
+            IpcFormat::Stream => "stream",
+            IpcFormat::File => "file",
+        },
+    )?;
+    let schema = PySchema::new(found.schema.clone()).into_pyarrow(py)?;
+    d.set_item("schema", &schema)?;
+    d.set_item("num_batches", found.num_batches)?;
+    d.set_item("num_rows", found.num_rows)?;
+    d.set_item("num_dictionary_batches", found.num_dictionary_batches)?;
+    d.set_item("codecs", found.codecs.iter().collect::<Vec<_>>())?;
+    d.set_item("body_bytes", found.body_bytes)?;
+    let columns = PyList::empty(py);
+    for (i, (field, bytes)) in found.schema.fields().iter().zip(&found.columns).enumerate() {
+        let c = PyDict::new(py);
+        c.set_item("name", field.name())?;
+        // pyarrow's spelling of the type, as the schema prints it.
+        let pa_type = schema.call_method1("field", (i,))?.getattr("type")?;
+        c.set_item("type", pa_type.str()?)?;
+        c.set_item("compressed_bytes", bytes.compressed)?;
+        c.set_item("uncompressed_bytes", bytes.uncompressed)?;
+        columns.append(c)?;
+    }
+    d.set_item("columns", columns)?;
+    Ok(d)
 }

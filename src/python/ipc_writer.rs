@@ -1,6 +1,7 @@
 //! `zstdpool.ipc` writers: `new_stream`, `new_file`, `write_stream`, `write_file`.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::SchemaRef;
@@ -34,7 +35,8 @@ fn compression(name: Option<&str>, level: Option<i64>) -> PyResult<Compression> 
             if level.is_some() =>
         {
             Err(Error::Parameter(format!(
-                "level applies to zstd only, not to compression={name:?}"
+                "level applies to zstd only, not to compression={}",
+                name.map_or("None".to_string(), |n| format!("{n:?}"))
             ))
             .into())
         }
@@ -81,9 +83,17 @@ fn to_input(data: &Bound<'_, PyAny>) -> PyResult<Input> {
     } else {
         data
     };
-    match data.extract::<AnyRecordBatch>() {
-        Ok(AnyRecordBatch::RecordBatch(b)) => Ok(Input::Batch(b.into_inner())),
-        Ok(stream) => Ok(Input::Stream(stream.into_reader()?)),
+    // arrow-rs's C data import panics on some valid inputs (sliced structs nested in structs,
+    // apache/arrow-rs#9235); that must reach the caller as an exception it can catch.
+    let imported = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        data.extract::<AnyRecordBatch>().map(|any| match any {
+            AnyRecordBatch::RecordBatch(b) => Ok(Input::Batch(b.into_inner())),
+            stream => stream.into_reader().map(Input::Stream),
+        })
+    }))
+    .map_err(|_| import_failed())?;
+    match imported {
+        Ok(input) => input,
         Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
             "cannot write '{}': expected a pyarrow Table, RecordBatch or RecordBatchReader, a \
              pandas DataFrame, or an object with __arrow_c_stream__ or __arrow_c_array__ \
@@ -91,6 +101,16 @@ fn to_input(data: &Bound<'_, PyAny>) -> PyResult<Input> {
             type_name(data)
         ))),
     }
+}
+
+fn import_failed() -> PyErr {
+    Error::Ipc(
+        "arrow-rs could not import this data through the Arrow C data interface (it fails on \
+         sliced struct columns nested in structs, lists or unions: apache/arrow-rs#9235); \
+         write a copy without the slice offset: table.take(range(table.num_rows))"
+            .into(),
+    )
+    .into()
 }
 
 /// Calls `each` for every batch of `input`; reading a stream's next batch runs without the GIL.
@@ -102,7 +122,10 @@ fn for_each_batch(
     match input {
         Input::Batch(b) => each(b),
         Input::Stream(mut reader) => loop {
-            match py.detach(|| reader.next()) {
+            let next = py.detach(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()))
+            });
+            match next.map_err(|_| import_failed())? {
                 None => return Ok(()),
                 Some(batch) => each(batch.map_err(Error::from)?)?,
             }
@@ -148,7 +171,7 @@ impl Open {
         result
     }
 
-    fn finish(mut self, py: Python<'_>) -> PyResult<Option<Vec<u8>>> {
+    fn finish(&mut self, py: Python<'_>) -> PyResult<Option<Vec<u8>>> {
         let mut tail = Vec::new();
         let result = (|| {
             self.writer.finish(&mut tail)?;
@@ -164,7 +187,7 @@ impl Open {
         }
     }
 
-    fn abandon(mut self) {
+    fn abandon(&mut self) {
         self.writer.abandon();
         self.sink.discard();
     }
@@ -178,9 +201,17 @@ pub struct PyIpcWriter {
     schema: SchemaRef,
     format: IpcFormat,
     compression: Compression,
+    /// Batches and bytes written, kept here so that they stay readable after close.
+    batches: AtomicUsize,
+    bytes: AtomicUsize,
 }
 
 impl PyIpcWriter {
+    fn record(&self, writer: &IpcWriter) {
+        self.batches.store(writer.num_batches(), Ordering::Relaxed);
+        self.bytes.store(writer.bytes_written(), Ordering::Relaxed);
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn create(
         sink: Option<&Bound<'_, PyAny>>,
@@ -210,6 +241,8 @@ impl PyIpcWriter {
             schema,
             format,
             compression,
+            batches: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
         })
     }
 
@@ -267,6 +300,7 @@ impl PyIpcWriter {
                 Err(e)
             }
         });
+        self.record(&open.writer);
         if sink_failed.is_some() {
             open.retire().abandon();
         }
@@ -296,8 +330,10 @@ impl PyIpcWriter {
     /// Writes the end of the stream (and the file footer), completes the sink and gives the
     /// compression context back. Idempotent. A path sink appears under its name only now.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        if let Some(open) = self.open.close() {
-            open.finish(py)?;
+        if let Some(mut open) = self.open.close_idle()? {
+            let result = open.finish(py);
+            self.record(&open.writer);
+            result?;
         }
         Ok(())
     }
@@ -305,7 +341,7 @@ impl PyIpcWriter {
     /// Abandons the output: nothing more is written, a path sink's file is removed, and the
     /// context goes back. Idempotent.
     fn abort(&self) {
-        if let Some(open) = self.open.close() {
+        if let Some(mut open) = self.open.close() {
             open.abandon();
         }
     }
@@ -352,13 +388,13 @@ impl PyIpcWriter {
     /// Record batches written so far.
     #[getter]
     fn num_batches(&self) -> usize {
-        self.open.peek(|o| o.writer.num_batches()).unwrap_or(0)
+        self.batches.load(Ordering::Relaxed)
     }
 
     /// Bytes written to the sink so far.
     #[getter]
     fn bytes_written(&self) -> usize {
-        self.open.peek(|o| o.writer.bytes_written()).unwrap_or(0)
+        self.bytes.load(Ordering::Relaxed)
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
@@ -401,7 +437,7 @@ impl PyIpcWriter {
 impl Drop for PyIpcWriter {
     /// A writer collected without close() leaves no partial file behind.
     fn drop(&mut self) {
-        if let Some(open) = self.open.close() {
+        if let Some(mut open) = self.open.close() {
             open.abandon();
         }
     }
@@ -421,7 +457,10 @@ fn schema_of(schema: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
 
 /// Opens an Arrow IPC stream writer on `sink` (a path, or a binary file object).
 #[pyfunction]
-#[pyo3(signature = (sink, schema, *, compression=Some("zstd"), level=None, threads=None, dictionary_deltas=false, pool=None))]
+#[pyo3(
+    signature = (sink, schema, *, compression=Some("zstd"), level=None, threads=None, dictionary_deltas=false, pool=None),
+    text_signature = "(sink, schema, *, compression='zstd', level=None, threads=None, dictionary_deltas=False, pool=None)"
+)]
 #[allow(clippy::too_many_arguments)]
 pub fn new_stream(
     sink: &Bound<'_, PyAny>,
@@ -448,7 +487,10 @@ pub fn new_stream(
 
 /// Opens an Arrow IPC file writer on `sink` (a path, or a binary file object).
 #[pyfunction]
-#[pyo3(signature = (sink, schema, *, compression=Some("zstd"), level=None, threads=None, dictionary_deltas=false, metadata=None, pool=None))]
+#[pyo3(
+    signature = (sink, schema, *, compression=Some("zstd"), level=None, threads=None, dictionary_deltas=false, metadata=None, pool=None),
+    text_signature = "(sink, schema, *, compression='zstd', level=None, threads=None, dictionary_deltas=False, metadata=None, pool=None)"
+)]
 #[allow(clippy::too_many_arguments)]
 pub fn new_file(
     sink: &Bound<'_, PyAny>,
@@ -519,14 +561,18 @@ fn write_all<'py>(
         open.abandon();
         return Err(e);
     }
-    Ok(open.finish(py)?.map(|bytes| PyBytes::new(py, &bytes)))
+    let bytes = open.finish(py)?;
+    Ok(bytes.map(|bytes| PyBytes::new(py, &bytes)))
 }
 
 /// Writes `data` (a table, batch, reader, DataFrame or Arrow PyCapsule object) as one Arrow
 /// IPC stream. Returns the bytes when `sink` is None; otherwise writes to the path or file
 /// object and returns None.
 #[pyfunction]
-#[pyo3(signature = (data, sink=None, *, compression=Some("zstd"), level=None, threads=None, dictionary_deltas=false, pool=None))]
+#[pyo3(
+    signature = (data, sink=None, *, compression=Some("zstd"), level=None, threads=None, dictionary_deltas=false, pool=None),
+    text_signature = "(data, sink=None, *, compression='zstd', level=None, threads=None, dictionary_deltas=False, pool=None)"
+)]
 #[allow(clippy::too_many_arguments)]
 pub fn write_stream<'py>(
     py: Python<'py>,
@@ -554,7 +600,10 @@ pub fn write_stream<'py>(
 
 /// Writes `data` as one Arrow IPC file (Feather v2). Returns the bytes when `sink` is None.
 #[pyfunction]
-#[pyo3(signature = (data, sink=None, *, compression=Some("zstd"), level=None, threads=None, dictionary_deltas=false, metadata=None, pool=None))]
+#[pyo3(
+    signature = (data, sink=None, *, compression=Some("zstd"), level=None, threads=None, dictionary_deltas=false, metadata=None, pool=None),
+    text_signature = "(data, sink=None, *, compression='zstd', level=None, threads=None, dictionary_deltas=False, metadata=None, pool=None)"
+)]
 #[allow(clippy::too_many_arguments)]
 pub fn write_file<'py>(
     py: Python<'py>,

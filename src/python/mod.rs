@@ -47,6 +47,7 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ipc_reader::open_file, m)?)?;
     m.add_function(wrap_pyfunction!(ipc_reader::read_stream, m)?)?;
     m.add_function(wrap_pyfunction!(ipc_reader::read_file, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_reader::inspect_ipc, m)?)?;
     Ok(())
 }
 

@@ -23,7 +23,7 @@ impl PyContextPool {
     /// `max_scratch_bytes`: output scratch a context keeps when it comes back (default 4 MiB);
     /// `idle_timeout`: seconds after which an unused idle context is freed (default: never).
     #[new]
-    #[pyo3(signature = (*, max_idle_per_key=None, max_idle_bytes=64 << 20, max_scratch_bytes=4 << 20, idle_timeout=None))]
+    #[pyo3(signature = (*, max_idle_per_key=None, max_idle_bytes=67108864, max_scratch_bytes=4194304, idle_timeout=None))]
     fn new(
         max_idle_per_key: Option<i64>,
         max_idle_bytes: i64,
