@@ -33,7 +33,10 @@ pub fn plan_decompress(src: &[u8], limit: usize) -> Result<DecompressPlan> {
 /// Compresses `src` as one lz4 frame appended to `out`; returns the frame's length.
 pub fn lz4_compress_append(src: &[u8], out: &mut Vec<u8>) -> Result<usize> {
     let start = out.len();
-    out.try_reserve(lz4_flex::block::get_maximum_output_size(src.len()) + 32)?;
+    crate::ipc::grow_for(
+        out,
+        lz4_flex::block::get_maximum_output_size(src.len()) + 32,
+    )?;
     let mut encoder = lz4_flex::frame::FrameEncoder::new(std::mem::take(out));
     encoder.write_all(src)?;
     *out = encoder

@@ -143,7 +143,7 @@ impl Compressor {
     /// Compresses `src` as one frame appended to `out`; returns the frame's length.
     /// `out` grows by compressBound(src) at most and ends exactly at the frame.
     pub fn compress_append(&mut self, src: &[u8], out: &mut Vec<u8>) -> Result<usize> {
-        out.try_reserve(zstd_safe::compress_bound(src.len()))?;
+        crate::ipc::grow_for(out, zstd_safe::compress_bound(src.len()))?;
         let mut tail = VecTail::new(out);
         let result = self.cctx.compress2(&mut tail, src);
         self.finish_op(result)

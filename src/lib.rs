@@ -3,6 +3,7 @@
 //! The core (`context`, `pool`, `codec`, `ipc`) does not touch Python and is tested with
 //! `cargo test`; `python` holds the bindings, built only with the `python` feature.
 
+pub mod alloc;
 pub mod codec;
 pub mod context;
 pub mod error;
@@ -16,3 +17,7 @@ pub use pool::{ContextPool, Lease, PoolConfig, PoolKey, PoolStats};
 
 #[cfg(feature = "python")]
 mod python;
+
+#[cfg(feature = "alloc-stats")]
+#[global_allocator]
+static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;

@@ -4,7 +4,6 @@
 //! contexts warm between callers. The lock guards only the idle lists: no caller holds it
 //! while compressing.
 
-use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -155,56 +154,76 @@ struct Idle {
     slot: Slot,
     bytes: usize,
     scratch: usize,
-    since: Instant,
+    /// When it came back, in pool operations: orders eviction without reading a clock.
+    seq: u64,
+    /// When it came back, in time: read only when the pool has an idle timeout.
+    at: Option<Instant>,
 }
 
 #[derive(Default)]
 struct IdleLists {
     /// Per key, a stack: the most recently returned context is reused first, so the oldest
-    /// sit at the bottom where expiry and eviction find them.
-    by_key: HashMap<PoolKey, Vec<Idle>>,
+    /// sit at the bottom where expiry and eviction find them. A pool sees a handful of keys,
+    /// so a scan beats hashing.
+    by_key: Vec<(PoolKey, Vec<Idle>)>,
     count: usize,
     bytes: usize,
     scratch: usize,
     peak_bytes: usize,
+    seq: u64,
     next_sweep: Option<Instant>,
 }
 
 impl IdleLists {
-    fn remove_at(&mut self, key: &PoolKey, index: usize) -> Option<Idle> {
-        let list = self.by_key.get_mut(key)?;
-        let idle = list.remove(index);
-        if list.is_empty() {
-            self.by_key.remove(key);
+    fn list(&self, key: &PoolKey) -> Option<usize> {
+        self.by_key.iter().position(|(k, _)| k == key)
+    }
+
+    fn remove_at(&mut self, list: usize, index: usize) -> Idle {
+        let idle = self.by_key[list].1.remove(index);
+        if self.by_key[list].1.is_empty() {
+            self.by_key.swap_remove(list);
         }
         self.count -= 1;
         self.bytes -= idle.bytes;
         self.scratch -= idle.scratch;
-        Some(idle)
+        idle
     }
 
     fn pop(&mut self, key: &PoolKey) -> Option<Idle> {
-        let index = self.by_key.get(key)?.len().checked_sub(1)?;
-        self.remove_at(key, index)
+        let list = self.list(key)?;
+        let index = self.by_key[list].1.len() - 1;
+        Some(self.remove_at(list, index))
     }
 
-    /// The key whose bottom (oldest) context has been idle longest.
-    fn oldest(&self) -> Option<PoolKey> {
-        self.by_key
-            .iter()
-            .filter_map(|(k, list)| list.first().map(|i| (i.since, *k)))
-            .min_by_key(|(since, _)| *since)
-            .map(|(_, k)| k)
+    fn push(&mut self, key: PoolKey, idle: Idle) {
+        self.count += 1;
+        self.bytes += idle.bytes;
+        self.scratch += idle.scratch;
+        self.peak_bytes = self.peak_bytes.max(self.bytes);
+        match self.list(&key) {
+            Some(list) => self.by_key[list].1.push(idle),
+            None => self.by_key.push((key, vec![idle])),
+        }
+    }
+
+    fn len_of(&self, key: &PoolKey) -> usize {
+        self.list(key).map_or(0, |l| self.by_key[l].1.len())
+    }
+
+    /// The list whose bottom (oldest) context came back longest ago.
+    fn oldest(&self) -> Option<usize> {
+        (0..self.by_key.len()).min_by_key(|&l| self.by_key[l].1[0].seq)
     }
 
     /// Removes contexts idle since before `cutoff`.
     fn expire(&mut self, cutoff: Instant, freed: &mut Vec<Idle>) {
-        while let Some(key) = self.oldest() {
-            let is_old = self.by_key[&key].first().is_some_and(|i| i.since < cutoff);
+        while let Some(list) = self.oldest() {
+            let is_old = self.by_key[list].1[0].at.is_some_and(|at| at < cutoff);
             if !is_old {
                 break;
             }
-            freed.extend(self.remove_at(&key, 0));
+            freed.push(self.remove_at(list, 0));
         }
     }
 }
@@ -276,31 +295,34 @@ impl Shared {
         let key = ctx.key();
         let bytes = ctx.held_bytes();
         let scratch = ctx.scratch_bytes();
-        let now = Instant::now();
+        let now = self.config.idle_timeout.map(|_| Instant::now());
         let mut freed = Vec::new();
         let rejected = {
             let mut lists = self.lock();
-            self.sweep_if_due(&mut lists, now, &mut freed);
-            let kept = lists.by_key.get(&key).map_or(0, Vec::len);
-            let full = kept >= self.config.max_idle_per_key;
+            if let Some(now) = now {
+                self.sweep_if_due(&mut lists, now, &mut freed);
+            }
+            let full = lists.len_of(&key) >= self.config.max_idle_per_key;
             if full || bytes > self.config.max_idle_bytes {
                 Some(ctx)
             } else {
                 // Make room under the byte cap by freeing the longest-idle contexts.
                 while lists.bytes + bytes > self.config.max_idle_bytes {
                     let Some(oldest) = lists.oldest() else { break };
-                    freed.extend(lists.remove_at(&oldest, 0));
+                    freed.push(lists.remove_at(oldest, 0));
                 }
-                lists.by_key.entry(key).or_default().push(Idle {
-                    slot: ctx.into_slot(),
-                    bytes,
-                    scratch,
-                    since: now,
-                });
-                lists.count += 1;
-                lists.bytes += bytes;
-                lists.scratch += scratch;
-                lists.peak_bytes = lists.peak_bytes.max(lists.bytes);
+                lists.seq += 1;
+                let seq = lists.seq;
+                lists.push(
+                    key,
+                    Idle {
+                        slot: ctx.into_slot(),
+                        bytes,
+                        scratch,
+                        seq,
+                        at: now,
+                    },
+                );
                 None
             }
         };
@@ -404,7 +426,7 @@ impl ContextPool {
                 }
             }
             let mut scratch_freed = 0;
-            for list in lists.by_key.values_mut() {
+            for (_, list) in lists.by_key.iter_mut() {
                 for idle in list.iter_mut() {
                     let n = idle.slot.drop_scratch();
                     idle.bytes -= n;
@@ -423,7 +445,7 @@ impl ContextPool {
     /// Frees every idle context. Returns the bytes freed.
     pub fn clear(&self) -> usize {
         let lists = std::mem::take(&mut *self.shared.lock());
-        let freed: Vec<Idle> = lists.by_key.into_values().flatten().collect();
+        let freed: Vec<Idle> = lists.by_key.into_iter().flat_map(|(_, l)| l).collect();
         self.shared.count_dropped(&freed);
         // Keep the peak: it describes the pool's history, not its contents.
         self.shared.lock().peak_bytes = lists.peak_bytes;

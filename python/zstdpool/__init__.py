@@ -26,7 +26,9 @@ from zstdpool._zstdpool import (
     decompress_many,
     decompressor,
     default_pool,
+    memory_stats,
     pool_stats,
+    reset_peak_memory,
 )
 from zstdpool.errors import (
     BusyError,
@@ -67,5 +69,7 @@ __all__ = [
     "default_pool",
     "errors",
     "ipc",
+    "memory_stats",
     "pool_stats",
+    "reset_peak_memory",
 ]

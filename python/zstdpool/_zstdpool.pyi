@@ -32,6 +32,7 @@ __all__ = [
     "decompressor",
     "default_pool",
     "inspect_ipc",
+    "memory_stats",
     "new_file",
     "new_stream",
     "open_file",
@@ -39,6 +40,7 @@ __all__ = [
     "pool_stats",
     "read_file",
     "read_stream",
+    "reset_peak_memory",
     "write_file",
     "write_stream",
 ]
@@ -111,6 +113,8 @@ class Decompressor:
 
 def default_pool() -> ContextPool: ...
 def pool_stats() -> dict[str, Any]: ...
+def memory_stats() -> dict[str, Any]: ...
+def reset_peak_memory() -> int: ...
 def compress(
     data: Buffer,
     level: int = 3,

@@ -75,38 +75,41 @@ fn encode_buffer(
     Ok(())
 }
 
-/// Compresses `buffers` into a new body; returns the body and each buffer's (offset, length)
-/// in it. `threads` (None: by size) spreads the buffers over threads, each with its own
-/// context from `pool`; `primary` serves the calling thread. Output bytes are the same
-/// whatever the thread count: each buffer is its own frame.
+/// Compresses `buffers` and appends them to `out` as a message body (each buffer padded to 8
+/// bytes); returns each buffer's (offset, length) relative to where the body starts.
+/// `threads` (None: by size) spreads the buffers over threads, each with its own context from
+/// `pool`; `primary` serves the calling thread. Output bytes are the same whatever the thread
+/// count: each buffer is its own frame. Memory: `out` grows by the compressed size plus at most
+/// one compressBound of a buffer (serially) or one per thread, never by the uncompressed size.
 pub fn compress_buffers(
     buffers: &[&[u8]],
     compression: Compression,
     primary: Option<&mut Lease<Compressor>>,
     pool: &ContextPool,
     threads: Option<usize>,
-) -> Result<NewBody> {
+    out: &mut Vec<u8>,
+) -> Result<Vec<(usize, usize)>> {
     let total: usize = buffers.iter().map(|b| b.len()).sum();
     let threads = match compression {
         Compression::None => 1,
         _ => resolve_threads(threads, total, buffers.len())?,
     };
-    let mut body = Vec::new();
+    let base = out.len();
     let mut spans = Vec::with_capacity(buffers.len());
     if threads <= 1 {
         let mut primary = primary;
         for src in buffers {
-            let start = body.len();
+            let start = out.len();
             encode_buffer(
                 src,
                 compression,
                 primary.as_deref_mut().map(|l| &mut **l),
-                &mut body,
+                out,
             )?;
-            spans.push((start, body.len() - start));
-            body.resize(body.len() + padding(body.len()), 0);
+            spans.push((start - base, out.len() - start));
+            out.resize(out.len() + padding(out.len()), 0);
         }
-        return Ok((body, spans));
+        return Ok(spans);
     }
     let encoded = for_each_parallel(
         buffers,
@@ -116,19 +119,53 @@ pub fn compress_buffers(
             _ => Ok(None),
         },
         |c, _, src| {
-            let mut out = Vec::new();
-            encode_buffer(src, compression, c.as_deref_mut(), &mut out)?;
-            Ok(out)
+            let mut piece = Vec::new();
+            encode_buffer(src, compression, c.as_deref_mut(), &mut piece)?;
+            // Held until assembly: keep the frame, not its compressBound-sized allocation.
+            Ok(exact_or_as_is(piece, |v, n| v.try_reserve_exact(n)))
         },
     )?;
-    body.try_reserve_exact(encoded.iter().map(|e| e.len() + ALIGNMENT).sum())?;
-    for e in encoded {
-        let start = body.len();
-        body.extend_from_slice(&e);
-        spans.push((start, e.len()));
-        body.resize(body.len() + padding(body.len()), 0);
+    // Each frame is freed as soon as it is copied, so frames and output together stay near
+    // the compressed size.
+    for piece in encoded {
+        grow_for(out, piece.len() + ALIGNMENT)?;
+        let start = out.len();
+        out.extend_from_slice(&piece);
+        spans.push((start - base, piece.len()));
+        out.resize(out.len() + padding(out.len()), 0);
     }
-    Ok((body, spans))
+    Ok(spans)
+}
+
+/// `v` in an allocation of exactly its length, or `v` as it is when that allocation fails:
+/// the data is complete either way, and a failed shrink must not fail a write (Rust's own
+/// `shrink_to_fit` aborts the process when its reallocation fails). `reserve` is the
+/// allocation, replaceable in tests.
+pub fn exact_or_as_is(
+    v: Vec<u8>,
+    reserve: impl FnOnce(&mut Vec<u8>, usize) -> Result<(), std::collections::TryReserveError>,
+) -> Vec<u8> {
+    if v.capacity() == v.len() {
+        return v;
+    }
+    let mut exact = Vec::new();
+    match reserve(&mut exact, v.len()) {
+        Ok(()) => {
+            exact.extend_from_slice(&v);
+            exact
+        }
+        Err(_) => v,
+    }
+}
+
+/// Makes room for `additional` bytes, growing by at least an eighth of the length so that
+/// appending stays cheap while the spare capacity stays small (a doubling vector could hold
+/// as much unused memory as it holds data).
+pub fn grow_for(out: &mut Vec<u8>, additional: usize) -> Result<()> {
+    if out.capacity() - out.len() < additional {
+        out.try_reserve_exact(additional.max(out.len() / 8))?;
+    }
+    Ok(())
 }
 
 /// Limits on what a reader allocates for data it has not seen yet.
@@ -336,10 +373,27 @@ mod tests {
             Compression::Lz4,
         ] {
             let mut lease = pool.compressor(CompressParams::level(1)).unwrap();
-            let (body1, spans1) =
-                compress_buffers(&refs, compression, Some(&mut lease), &pool, Some(1)).unwrap();
-            let (body2, spans2) =
-                compress_buffers(&refs, compression, Some(&mut lease), &pool, Some(3)).unwrap();
+            let mut body1 = Vec::new();
+            let spans1 = compress_buffers(
+                &refs,
+                compression,
+                Some(&mut lease),
+                &pool,
+                Some(1),
+                &mut body1,
+            )
+            .unwrap();
+            let mut body2 = b"prefix!!".to_vec();
+            let spans2 = compress_buffers(
+                &refs,
+                compression,
+                Some(&mut lease),
+                &pool,
+                Some(3),
+                &mut body2,
+            )
+            .unwrap();
+            let body2 = body2.split_off(8);
             assert_eq!(body1, body2);
             assert_eq!(spans1, spans2);
             assert_eq!(body1.len() % 8, 0);
@@ -365,6 +419,34 @@ mod tests {
                     assert_eq!(&out[o..o + l], orig.as_slice());
                 }
             }
+        }
+    }
+
+    #[test]
+    fn exact_outputs_and_a_failed_shrink_keeps_the_data() {
+        let mut v = Vec::with_capacity(1000);
+        v.extend_from_slice(b"compressed");
+        let exact = exact_or_as_is(v.clone(), |e, n| e.try_reserve_exact(n));
+        assert_eq!(
+            (exact.as_slice(), exact.capacity()),
+            (&b"compressed"[..], 10)
+        );
+        // An allocation that fails (here: an impossible size) leaves the larger buffer.
+        let kept = exact_or_as_is(v, |e, _| e.try_reserve_exact(usize::MAX));
+        assert_eq!(
+            (kept.as_slice(), kept.capacity()),
+            (&b"compressed"[..], 1000)
+        );
+    }
+
+    #[test]
+    fn growth_keeps_spare_capacity_small() {
+        let mut out = Vec::new();
+        for _ in 0..1000 {
+            grow_for(&mut out, 1000).unwrap();
+            out.extend_from_slice(&[1u8; 1000]);
+            // Never more than an eighth of the data (or one request) unused.
+            assert!(out.capacity() - out.len() <= (out.len() / 8).max(1000));
         }
     }
 

@@ -24,6 +24,23 @@ pub fn frame(meta: &[u8], body: &[u8], out: &mut Vec<u8>) -> usize {
     8 + padded
 }
 
+/// The framed length of a header whose metadata is `meta_len` bytes.
+pub fn header_len(meta_len: usize) -> usize {
+    8 + meta_len + padding(meta_len)
+}
+
+/// Writes a header into exactly `slot` (continuation, length, metadata, zero padding): the
+/// metadata block takes the whole slot after the 8-byte prefix. `slot` must be at least
+/// `header_len(meta.len())` bytes and a multiple of 8.
+pub fn fill_header(meta: &[u8], slot: &mut [u8]) {
+    debug_assert!(slot.len() >= header_len(meta.len()) && slot.len() % 8 == 0);
+    let block = (slot.len() - 8) as i32;
+    slot[..4].copy_from_slice(&CONTINUATION);
+    slot[4..8].copy_from_slice(&block.to_le_bytes());
+    slot[8..8 + meta.len()].copy_from_slice(meta);
+    slot[8 + meta.len()..].fill(0);
+}
+
 /// The end-of-stream marker.
 pub fn end_of_stream(out: &mut Vec<u8>) {
     out.extend_from_slice(&CONTINUATION);

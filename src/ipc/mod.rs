@@ -9,7 +9,7 @@ mod message;
 pub mod reader;
 pub mod writer;
 
-pub use body::Compression;
+pub use body::{grow_for, Compression};
 pub use reader::{FileReader, ReadLimits, StreamReader};
 pub use writer::{IpcFormat, IpcWriter, WriterOptions};
 

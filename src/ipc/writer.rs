@@ -10,13 +10,20 @@ use arrow_buffer::Buffer;
 use arrow_ipc::writer::{
     DictionaryHandling, DictionaryTracker, IpcDataGenerator, IpcWriteOptions, StreamEncoder,
 };
-use arrow_ipc::{Block, FooterBuilder, MessageHeader, MetadataVersion};
+use arrow_ipc::{Block, FooterBuilder, Message, MessageHeader, MetadataVersion};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 use flatbuffers::FlatBufferBuilder;
 
-use super::body::{compress_buffers, Compression};
+use super::body::{compress_buffers, grow_for, Compression};
 use super::message::{self, batch_header, buffer_spans};
-use super::{pad_vec, ARROW_MAGIC};
+use super::{pad_vec, ALIGNMENT, ARROW_MAGIC};
+
+/// Bodies of at least this many uncompressed bytes are compressed straight into the output.
+const DIRECT_BODY_MIN: usize = 1 << 20;
+
+/// Room left in a large message's header beyond the measured metadata; unused room is
+/// padding inside the metadata block, as the format allows.
+const HEADER_SLACK: usize = 64;
 use crate::context::Compressor;
 use crate::error::{catch_panics, Error, Result};
 use crate::pool::{ContextPool, Lease};
@@ -175,7 +182,8 @@ impl IpcWriter {
         let mut blocks = Vec::new();
         let start = out.len();
         let header_before = self.header_written;
-        out.reserve(segments.len + 256);
+        // Room for a small batch's messages at once; large ones grow as they compress.
+        out.reserve(segments.len.min(64 << 10) + 256);
         let mut pos = 0;
         let result = (|| {
             while let Some((meta, body_start)) = segments.next_message(pos)? {
@@ -213,24 +221,11 @@ impl IpcWriter {
                     .map(|&(o, l)| segments.bytes(body_start + o as usize, l as usize))
                     .collect::<Result<Vec<_>>>()?;
                 let slices: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
-                let (body, new_spans) = compress_buffers(
-                    &slices,
-                    self.options.compression,
-                    self.compressor.as_mut(),
-                    &self.pool,
-                    self.options.threads,
-                )?;
-                let meta = message::rebuild(
-                    &msg,
-                    &new_spans,
-                    body.len(),
-                    self.options.compression.wire_codec(),
-                )?;
                 let offset = self.written + (out.len() - start);
-                let header_len = message::frame(&meta, &body, out);
+                let (header_len, body_len) = self.write_message(&msg, &slices, out)?;
                 blocks.push((
                     dictionary.is_some(),
-                    Block::new(offset as i64, header_len as i32, body.len() as i64),
+                    Block::new(offset as i64, header_len as i32, body_len as i64),
                 ));
             }
             Ok(())
@@ -250,6 +245,67 @@ impl IpcWriter {
         }
         self.written += out.len() - start;
         Ok(())
+    }
+
+    /// Appends `msg` with its `buffers` compressed, framed; returns its header and body lengths.
+    fn write_message(
+        &mut self,
+        msg: &Message<'_>,
+        buffers: &[&[u8]],
+        out: &mut Vec<u8>,
+    ) -> Result<(usize, usize)> {
+        let codec = self.options.compression.wire_codec();
+        let uncompressed: usize = buffers.iter().map(|b| b.len()).sum();
+        if uncompressed < DIRECT_BODY_MIN {
+            // Small: compress into a body of its own and copy it after the header.
+            let mut body = Vec::new();
+            let spans = compress_buffers(
+                buffers,
+                self.options.compression,
+                self.compressor.as_mut(),
+                &self.pool,
+                self.options.threads,
+                &mut body,
+            )?;
+            let meta = message::rebuild(msg, &spans, body.len(), codec)?;
+            return Ok((message::frame(&meta, &body, out), body.len()));
+        }
+        // Large: compress straight into `out` after a gap for the header, so the compressed
+        // body is never held twice. The header's size does not depend on the offsets it
+        // records, so one built from the uncompressed layout measures the gap.
+        let mut at = 0;
+        let layout: Vec<(usize, usize)> = buffers
+            .iter()
+            .map(|b| {
+                let span = (at, b.len() + 8);
+                at += b.len() + 8 + ALIGNMENT;
+                span
+            })
+            .collect();
+        let estimate = message::rebuild(msg, &layout, at, codec)?.len();
+        let mut gap = message::header_len(estimate) + HEADER_SLACK;
+        let message_start = out.len();
+        grow_for(out, gap)?;
+        out.resize(message_start + gap, 0);
+        let spans = compress_buffers(
+            buffers,
+            self.options.compression,
+            self.compressor.as_mut(),
+            &self.pool,
+            self.options.threads,
+            out,
+        )?;
+        let body_len = out.len() - message_start - gap;
+        let meta = message::rebuild(msg, &spans, body_len, codec)?;
+        let needed = message::header_len(meta.len());
+        if needed > gap {
+            // Not expected (the estimate has slack); make room by moving the body.
+            let at = message_start + gap;
+            out.splice(at..at, std::iter::repeat_n(0, needed - gap));
+            gap = needed;
+        }
+        message::fill_header(&meta, &mut out[message_start..message_start + gap]);
+        Ok((gap, body_len))
     }
 
     /// Appends the end-of-stream marker (and for files the footer) to `out`, and gives the

@@ -107,7 +107,7 @@ fn import_failed() -> PyErr {
     Error::Ipc(
         "arrow-rs could not import this data through the Arrow C data interface (it fails on \
          sliced struct columns nested in structs, lists or unions: apache/arrow-rs#9235); \
-         write a copy without the slice offset: table.take(range(table.num_rows))"
+         write a copy without the slice offset, e.g. table.take(list(range(table.num_rows)))"
             .into(),
     )
     .into()

@@ -13,7 +13,11 @@ mod pool;
 use pyo3::prelude::*;
 
 /// The compiled part of zstdpool; import `zstdpool` instead.
-#[pymodule]
+///
+/// Safe without the GIL (free-threaded Python): every class is frozen and keeps its mutable
+/// state behind a lock that is never held while waiting for the GIL or while zstd runs, the
+/// pool is Sync, and module state is set once through PyOnceLock.
+#[pymodule(gil_used = false)]
 fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add("ZSTD_VERSION", zstd_version())?;
@@ -29,6 +33,8 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<codec::PyDecompressor>()?;
     m.add_function(wrap_pyfunction!(pool::py_default_pool, m)?)?;
     m.add_function(wrap_pyfunction!(pool::pool_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::memory_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::reset_peak_memory, m)?)?;
     m.add_function(wrap_pyfunction!(codec::compress, m)?)?;
     m.add_function(wrap_pyfunction!(codec::decompress, m)?)?;
     m.add_function(wrap_pyfunction!(codec::decompress_into, m)?)?;

@@ -170,3 +170,23 @@ fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, PyDict
     d.set_item("per_key", keys)?;
     Ok(d)
 }
+
+/// Bytes held by zstdpool's Rust side: `current_bytes` now, `peak_bytes` since the last
+/// `reset_peak_memory()`, and `counting` (False when the wheel was built without the
+/// `alloc-stats` feature, and then both are 0). zstd contexts are C allocations: see the
+/// pools' `idle_bytes` (zstd's own sizeof) for them.
+#[pyfunction]
+pub fn memory_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("current_bytes", crate::alloc::current_bytes())?;
+    d.set_item("peak_bytes", crate::alloc::peak_bytes())?;
+    d.set_item("counting", crate::alloc::COUNTING)?;
+    Ok(d)
+}
+
+/// Starts a new peak measurement of `memory_stats()["peak_bytes"]` from what is held now;
+/// returns the previous peak.
+#[pyfunction]
+pub fn reset_peak_memory() -> usize {
+    crate::alloc::reset_peak()
+}

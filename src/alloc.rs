@@ -1,0 +1,143 @@
+//! Counts the bytes that Rust code in this library holds on the heap, current and peak, so
+//! that memory benchmarks can measure what a write keeps and what it needs at its peak.
+//! Two relaxed atomic operations per allocation; zstd's own contexts are allocated by C code
+//! and measured by the pool with zstd's sizeof functions instead.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+/// The system allocator, counted.
+pub struct CountingAllocator;
+
+fn grew(by: usize) {
+    let now = CURRENT.fetch_add(by, Relaxed) + by;
+    PEAK.fetch_max(now, Relaxed);
+}
+
+fn shrank(by: usize) {
+    CURRENT.fetch_sub(by, Relaxed);
+}
+
+// SAFETY: every call is forwarded to the system allocator unchanged; only counters are added.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        shrank(layout.size());
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size > layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                shrank(layout.size() - new_size);
+            }
+        }
+        p
+    }
+}
+
+/// Whether this build counts (the `alloc-stats` feature).
+pub const COUNTING: bool = cfg!(feature = "alloc-stats");
+
+/// Bytes held now by Rust allocations in this library.
+pub fn current_bytes() -> usize {
+    CURRENT.load(Relaxed)
+}
+
+/// The most `current_bytes` has been since the last `reset_peak`.
+pub fn peak_bytes() -> usize {
+    PEAK.load(Relaxed)
+}
+
+/// Starts a new peak measurement from what is held now; returns the old peak.
+pub fn reset_peak() -> usize {
+    PEAK.swap(CURRENT.load(Relaxed), Relaxed)
+}
+
+#[cfg(all(test, feature = "alloc-stats"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_allocations_and_the_peak() {
+        let before = current_bytes();
+        reset_peak();
+        let v: Vec<u8> = Vec::with_capacity(10 << 20);
+        assert!(current_bytes() >= before + (10 << 20));
+        drop(v);
+        assert!(peak_bytes() >= before + (10 << 20));
+        assert!(current_bytes() < before + (1 << 20));
+    }
+}
+
+#[cfg(all(test, feature = "alloc-stats"))]
+mod writer_peak {
+    use std::sync::Arc;
+
+    use arrow_array::{Int32Array, Int64Array, RecordBatch};
+
+    use super::*;
+    use crate::context::CompressParams;
+    use crate::ipc::{Compression, IpcWriter, WriterOptions};
+    use crate::pool::ContextPool;
+
+    /// A write's peak is the compressed output plus one compressBound of the largest buffer
+    /// per compressing thread: no copy of the uncompressed body is ever made.
+    #[test]
+    fn a_write_peaks_at_compressed_plus_one_bound_per_thread() {
+        let n = 2_000_000;
+        let b = RecordBatch::try_from_iter([
+            (
+                "id",
+                Arc::new(Int64Array::from_iter_values(0..n as i64)) as _,
+            ),
+            (
+                "c",
+                Arc::new(Int32Array::from_iter_values(
+                    (0..n as i32).map(|i| i.wrapping_mul(-1640531535) % 100_000),
+                )) as _,
+            ),
+        ])
+        .unwrap();
+        let largest_bound = zstd_safe::compress_bound(n * 8);
+        let pool = ContextPool::default();
+        for threads in [1, 2] {
+            let options = WriterOptions {
+                compression: Compression::Zstd(CompressParams::level(1)),
+                threads: Some(threads),
+                ..Default::default()
+            };
+            let before = current_bytes();
+            reset_peak();
+            let mut w = IpcWriter::try_new(b.schema(), options, &pool).unwrap();
+            let mut out = Vec::new();
+            w.write(&b, &mut out).unwrap();
+            w.finish(&mut out).unwrap();
+            let peak = peak_bytes() - before;
+            let budget = out.len() * 9 / 8 + threads * largest_bound + (1 << 20);
+            assert!(peak <= budget, "threads {threads}: peak {peak} > {budget}");
+            assert!(out.capacity() - out.len() <= out.len() / 8 + largest_bound);
+        }
+    }
+}

@@ -1,0 +1,102 @@
+"""Many threads on one pool: codec calls, writers and readers at once, some failing half-way.
+Every output must round-trip and every context must come back. No timing is asserted here;
+the speed-up from threads is shown by `python -m zstdpool bench --filter threads`."""
+
+from __future__ import annotations
+
+import io
+import random
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import zstdpool
+import zstdpool.ipc as zi
+
+THREADS = 32
+ROUNDS = 12
+
+
+class HalfWay(Exception):
+    pass
+
+
+def table_for(rng: random.Random) -> pa.Table:
+    n = rng.choice([0, 1, 100, 4096, 50_000])
+    return pa.table(
+        {
+            "i": np.arange(n, dtype=np.int64) * rng.randint(1, 9),
+            "s": pa.array([f"row {j % 97}" for j in range(n)]),
+            "d": pa.array([["a", "b", "c"][j % 3] for j in range(n)]).dictionary_encode(),
+        }
+    )
+
+
+def worker(seed: int, pool: zstdpool.ContextPool, barrier: threading.Barrier) -> int:
+    rng = random.Random(seed)
+    barrier.wait()
+    checked = 0
+    for _ in range(ROUNDS):
+        table = table_for(rng)
+        compression = rng.choice(["zstd", "lz4", None])
+        level = rng.choice([-1, 1, 3, 9]) if compression == "zstd" else None
+        threads = rng.choice([None, 1, 2])
+        kind = rng.choice(["codec", "stream", "file", "abandon", "read-fail"])
+        if kind == "codec":
+            data = np.arange(rng.randint(0, 200_000), dtype=np.int32).tobytes()
+            frame = zstdpool.compress(data, level or 3, pool=pool)
+            assert zstdpool.decompress(frame, pool=pool) == data
+            frames = zstdpool.compress_many([data, data[:100]], threads=threads, pool=pool)
+            assert zstdpool.decompress_many(frames, threads=threads, pool=pool) == [
+                data,
+                data[:100],
+            ]
+        elif kind in ("stream", "file"):
+            write = zi.write_stream if kind == "stream" else zi.write_file
+            read = zi.read_stream if kind == "stream" else zi.read_file
+            blob = write(table, compression=compression, level=level, threads=threads, pool=pool)
+            assert read(blob, threads=threads, pool=pool).equals(table)
+        elif kind == "abandon":
+            sink = io.BytesIO()
+            with pytest.raises(HalfWay):
+                with zi.new_stream(sink, table.schema, compression=compression, pool=pool) as w:
+                    w.write(table)
+                    raise HalfWay
+        else:
+            blob = zi.write_stream(table, compression=compression, level=level, pool=pool)
+            with pytest.raises(zstdpool.ZstdError):
+                zi.open_stream(blob[: len(blob) // 2], pool=pool).read_all()
+        checked += 1
+    return checked
+
+
+def test_32_threads_share_one_pool():
+    pool = zstdpool.ContextPool(max_idle_bytes=1 << 40)
+    barrier = threading.Barrier(THREADS)
+    with ThreadPoolExecutor(THREADS) as ex:
+        done = list(ex.map(worker, range(THREADS), [pool] * THREADS, [barrier] * THREADS))
+    assert done == [ROUNDS] * THREADS
+    stats = pool.stats()
+    assert stats["leased"] == 0
+    # Every context ever made is out, idle or freed.
+    assert stats["created"] == stats["leased"] + stats["idle"] + stats["dropped"]
+    assert stats["reused"] > stats["created"], stats
+
+
+@pytest.mark.parametrize("compression", ["zstd", "lz4"])
+def test_thread_count_does_not_change_bytes_or_tables(compression):
+    rng = np.random.default_rng(1)
+    table = pa.table(
+        {f"c{i}": rng.integers(0, 1000, 300_000) for i in range(6)}
+        | {"s": pa.array([f"text {i % 1000}" for i in range(300_000)])}
+    )
+    outputs = {
+        t: zi.write_file(table, compression=compression, threads=t) for t in (None, 1, 2, 8)
+    }
+    assert len(set(outputs.values())) == 1
+    blob = outputs[1]
+    tables = [zi.read_file(blob, threads=t) for t in (None, 1, 2, 8)]
+    assert all(t.equals(table) for t in tables)
