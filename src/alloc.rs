@@ -103,7 +103,8 @@ mod writer_peak {
     use crate::pool::ContextPool;
 
     /// A write's peak is the compressed output plus one compressBound of the largest buffer
-    /// per compressing thread: no copy of the uncompressed body is ever made.
+    /// per compressing thread: no copy of the uncompressed body is ever made. The counter is
+    /// process-wide, so run with `--test-threads=1` (as the README's command does).
     #[test]
     fn a_write_peaks_at_compressed_plus_one_bound_per_thread() {
         let n = 2_000_000;

@@ -41,73 +41,66 @@ pub fn resolve_threads(
 }
 
 /// Runs `work(ctx, index, item)` for every item and returns the results in item order.
-/// With `threads > 1`, each thread makes its own context with `make` and takes the next item
-/// from a shared counter; the first failure (by item index) is returned and the rest stop.
+/// The calling thread works too, with `primary` as its context; with `threads > 1`, each of
+/// the `threads - 1` helper threads makes its own context with `make`, at its first item, and
+/// items are handed out by a shared counter. The first failure (by item index) is returned
+/// and the rest stop early.
 pub fn for_each_parallel<T, C, R, M, W>(
     items: &[T],
     threads: usize,
+    primary: Option<&mut C>,
     make: M,
     work: W,
 ) -> Result<Vec<R>>
 where
     T: Sync,
+    C: Send,
     R: Send,
     M: Fn() -> Result<C> + Sync,
     W: Fn(&mut C, usize, &T) -> Result<R> + Sync,
 {
-    if threads <= 1 || items.len() <= 1 {
-        if items.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut ctx = make()?;
-        return items
-            .iter()
-            .enumerate()
-            .map(|(i, item)| work(&mut ctx, i, item))
-            .collect();
-    }
     let next = AtomicUsize::new(0);
     let failed = AtomicBool::new(false);
     let results: Mutex<Vec<(usize, Result<R>)>> = Mutex::new(Vec::with_capacity(items.len()));
-    std::thread::scope(|scope| {
-        for _ in 0..threads.min(items.len()) {
-            scope.spawn(|| {
-                let mut ctx = match make() {
-                    Ok(c) => c,
-                    Err(e) => {
-                        failed.store(true, Ordering::Relaxed);
-                        push(&results, usize::MAX, Err(e));
-                        return;
-                    }
-                };
-                let mut mine = Vec::new();
-                while !failed.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(item) = items.get(i) else { break };
-                    let r = work(&mut ctx, i, item);
-                    if r.is_err() {
-                        failed.store(true, Ordering::Relaxed);
-                    }
-                    mine.push((i, r));
-                }
-                results
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .extend(mine);
-            });
+    let run = |mut given: Option<&mut C>| {
+        let mut own: Option<C> = None;
+        let mut mine = Vec::new();
+        while !failed.load(Ordering::Relaxed) {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(item) = items.get(i) else { break };
+            let ctx = match given.as_deref_mut() {
+                Some(c) => Ok(c),
+                None => match own {
+                    Some(ref mut c) => Ok(c),
+                    None => make().map(|c| own.insert(c)),
+                },
+            };
+            let r = ctx.and_then(|c| work(c, i, item));
+            if r.is_err() {
+                failed.store(true, Ordering::Relaxed);
+            }
+            mine.push((i, r));
         }
-    });
+        results
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(mine);
+    };
+    let helpers = threads.min(items.len()).saturating_sub(1);
+    if helpers == 0 {
+        run(primary);
+    } else {
+        std::thread::scope(|scope| {
+            for _ in 0..helpers {
+                scope.spawn(|| run(None));
+            }
+            run(primary);
+        });
+    }
     let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     results.sort_by_key(|(i, _)| *i);
     // In index order, so the error returned is the first input's that failed.
     results.into_iter().map(|(_, r)| r).collect()
-}
-
-fn push<R>(results: &Mutex<Vec<(usize, Result<R>)>>, i: usize, r: Result<R>) {
-    results
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .push((i, r));
 }
 
 #[cfg(test)]
@@ -117,11 +110,13 @@ mod tests {
     #[test]
     fn results_keep_order_and_errors_name_the_first() {
         let items: Vec<usize> = (0..100).collect();
-        let out = for_each_parallel(&items, 4, || Ok(0usize), |_, i, x| Ok(i * 1000 + x)).unwrap();
+        let out =
+            for_each_parallel(&items, 4, None, || Ok(0usize), |_, i, x| Ok(i * 1000 + x)).unwrap();
         assert_eq!(out, (0..100).map(|i| i * 1001).collect::<Vec<_>>());
         let err = for_each_parallel(
             &items,
             1,
+            None,
             || Ok(()),
             |_, i, _| {
                 if i >= 7 {

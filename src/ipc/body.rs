@@ -90,9 +90,10 @@ pub fn compress_buffers(
     out: &mut Vec<u8>,
 ) -> Result<Vec<(usize, usize)>> {
     let total: usize = buffers.iter().map(|b| b.len()).sum();
+    let nonempty = buffers.iter().filter(|b| !b.is_empty()).count();
     let threads = match compression {
         Compression::None => 1,
-        _ => resolve_threads(threads, total, buffers.len())?,
+        _ => resolve_threads(threads, total, nonempty)?,
     };
     let base = out.len();
     let mut spans = Vec::with_capacity(buffers.len());
@@ -111,20 +112,29 @@ pub fn compress_buffers(
         }
         return Ok(spans);
     }
-    let encoded = for_each_parallel(
-        buffers,
-        threads,
-        || match compression {
-            Compression::Zstd(params) => pool.compressor(params).map(Some),
-            _ => Ok(None),
-        },
-        |c, _, src| {
-            let mut piece = Vec::new();
-            encode_buffer(src, compression, c.as_deref_mut(), &mut piece)?;
-            // Held until assembly: keep the frame, not its compressBound-sized allocation.
-            Ok(exact_or_as_is(piece, |v, n| v.try_reserve_exact(n)))
-        },
-    )?;
+    let piece = |src: &[u8], c: Option<&mut Compressor>| {
+        let mut piece = Vec::new();
+        encode_buffer(src, compression, c, &mut piece)?;
+        // Held until assembly: keep the frame, not its compressBound-sized allocation.
+        Ok(exact_or_as_is(piece, |v, n| v.try_reserve_exact(n)))
+    };
+    // The calling thread compresses too, with the writer's own context.
+    let encoded = match compression {
+        Compression::Zstd(params) => for_each_parallel(
+            buffers,
+            threads,
+            primary,
+            || pool.compressor(params),
+            |c, _, src| piece(src, Some(c)),
+        )?,
+        _ => for_each_parallel(
+            buffers,
+            threads,
+            None,
+            || Ok(()),
+            |_, _, src| piece(src, None),
+        )?,
+    };
     // Each frame is freed as soon as it is copied, so frames and output together stay near
     // the compressed size.
     for piece in encoded {
@@ -300,7 +310,11 @@ pub fn decompress_buffers(
             Stored::Raw(_) => 0,
         })
         .sum();
-    let threads = resolve_threads(threads, compressed_bytes, planned.len())?;
+    let nonempty = planned
+        .iter()
+        .filter(|p| !matches!(p.stored, Stored::Raw(_)))
+        .count();
+    let threads = resolve_threads(threads, compressed_bytes, nonempty)?;
     let run = |d: &mut Option<Lease<Decompressor>>, p: &Planned<'_>| -> Result<()> {
         let mut dst = p.dst.lock().unwrap_or_else(|e| e.into_inner());
         let tag = |e: Error| match e {
@@ -325,7 +339,14 @@ pub fn decompress_buffers(
             run(primary, p)?;
         }
     } else {
-        for_each_parallel(&planned, threads, || Ok(None), |d, _, p| run(d, p))?;
+        // The calling thread decompresses too, with the reader's own context.
+        for_each_parallel(
+            &planned,
+            threads,
+            Some(primary),
+            || Ok(None),
+            |d, _, p| run(d, p),
+        )?;
     }
     drop(planned);
     Ok((out, out_spans))

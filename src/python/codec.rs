@@ -346,12 +346,13 @@ pub fn compress_many<'py>(
         for_each_parallel(
             &slices,
             threads,
+            None,
             || pool.compressor(params),
+            // Through the context's scratch, so each result held until the end is exact-size.
             |c, i, src| {
-                let mut out = Vec::new();
-                c.compress_append(src, &mut out)
-                    .map_err(|e| at_index(i, e))?;
-                Ok(out)
+                c.compress_to_scratch(src)
+                    .map(<[u8]>::to_vec)
+                    .map_err(|e| at_index(i, e))
             },
         )
     })?;
@@ -380,6 +381,7 @@ pub fn decompress_many<'py>(
         for_each_parallel(
             &slices,
             threads,
+            None,
             || pool.decompressor(DecompressParams::default()),
             |d, i, src| {
                 let mut run = || match plan_decompress(src, max_output_size)? {
