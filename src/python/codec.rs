@@ -6,7 +6,6 @@ use pyo3::types::{PyBytes, PyList};
 
 use super::args::{level_arg, size_arg, threads_arg, window_log_arg};
 use super::buffer::ByteView;
-use super::errors::new_err;
 use super::held::Held;
 use super::pool::{pool_or_default, PyContextPool};
 use crate::codec::{plan_decompress, DecompressPlan, DEFAULT_MAX_OUTPUT_SIZE};
@@ -198,12 +197,7 @@ impl PyCompressor {
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        if slf.lease.is_closed() {
-            return Err(new_err(
-                "ClosedError",
-                "I/O operation on a closed Compressor",
-            ));
-        }
+        slf.lease.check_open()?;
         Ok(slf)
     }
 
@@ -279,12 +273,7 @@ impl PyDecompressor {
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        if slf.lease.is_closed() {
-            return Err(new_err(
-                "ClosedError",
-                "I/O operation on a closed Decompressor",
-            ));
-        }
+        slf.lease.check_open()?;
         Ok(slf)
     }
 

@@ -103,6 +103,21 @@ impl<T> Held<T> {
         }
     }
 
+    fn closed_error(&self) -> pyo3::PyErr {
+        new_err(
+            "ClosedError",
+            format!("I/O operation on a closed {}", self.what),
+        )
+    }
+
+    /// Ok while open: for `__enter__`, which must refuse a closed object.
+    pub fn check_open(&self) -> PyResult<()> {
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
+        Ok(())
+    }
+
     pub fn is_closed(&self) -> bool {
         matches!(*self.lock(), State::Closed | State::BusyClosing)
     }

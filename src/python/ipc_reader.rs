@@ -159,12 +159,7 @@ impl PyIpcStreamReader {
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        if slf.reader.is_closed() {
-            return Err(new_err(
-                "ClosedError",
-                "I/O operation on a closed IPC reader",
-            ));
-        }
+        slf.reader.check_open()?;
         Ok(slf)
     }
 
@@ -277,12 +272,7 @@ impl PyIpcFileReader {
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        if slf.reader.is_closed() {
-            return Err(new_err(
-                "ClosedError",
-                "I/O operation on a closed IPC reader",
-            ));
-        }
+        slf.reader.check_open()?;
         Ok(slf)
     }
 

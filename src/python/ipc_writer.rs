@@ -12,13 +12,13 @@ use pyo3_arrow::PySchema;
 
 use super::args::{level_arg, threads_arg};
 use super::buffer::type_name;
-use super::errors::new_err;
 use super::held::Held;
 use super::io::Sink;
 use super::pool::{pool_or_default, PyContextPool};
 use crate::context::CompressParams;
 use crate::error::Error;
 use crate::ipc::{Compression, IpcFormat, IpcWriter, WriterOptions};
+use crate::pool::ContextPool;
 
 /// zstd level 1 by default, the same as pyarrow, so that sizes compare fairly.
 const DEFAULT_IPC_ZSTD_LEVEL: i32 = 1;
@@ -47,6 +47,30 @@ fn compression(name: Option<&str>, level: Option<i64>) -> PyResult<Compression> 
         ))
         .into()),
     }
+}
+
+/// The options every writer function takes, checked.
+fn writer_options(
+    format: IpcFormat,
+    compression_name: Option<&str>,
+    level: Option<i64>,
+    threads: Option<i64>,
+    dictionary_deltas: bool,
+    metadata: Option<HashMap<String, String>>,
+) -> PyResult<WriterOptions> {
+    if metadata.is_some() && format == IpcFormat::Stream {
+        return Err(Error::Parameter(
+            "metadata is written in the file footer: it applies to new_file and write_file".into(),
+        )
+        .into());
+    }
+    Ok(WriterOptions {
+        format,
+        compression: compression(compression_name, level)?,
+        threads: threads_arg(threads)?,
+        dictionary_deltas,
+        footer_metadata: metadata.unwrap_or_default(),
+    })
 }
 
 /// What `write` was given, as Arrow: one batch (the common case, with no stream around it)
@@ -148,6 +172,22 @@ struct Open {
 }
 
 impl Open {
+    /// Makes the writer, then opens the sink: a bad option or schema leaves no file behind.
+    fn new(
+        sink: Option<&Bound<'_, PyAny>>,
+        schema: SchemaRef,
+        options: WriterOptions,
+        pool: ContextPool,
+    ) -> PyResult<Open> {
+        let writer = IpcWriter::try_new(schema, options, &pool)?;
+        let sink = Sink::open(sink)?;
+        Ok(Open {
+            writer,
+            sink,
+            scratch: Vec::new(),
+        })
+    }
+
     /// Encodes and writes one batch; the whole batch reaches the sink or none of it does.
     fn write_batch(&mut self, py: Python<'_>, batch: &RecordBatch) -> Result<(), Failure> {
         let Open {
@@ -212,30 +252,14 @@ impl PyIpcWriter {
         self.bytes.store(writer.bytes_written(), Ordering::Relaxed);
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn create(
-        sink: Option<&Bound<'_, PyAny>>,
+        sink: &Bound<'_, PyAny>,
         schema: SchemaRef,
-        format: IpcFormat,
-        compression_name: Option<&str>,
-        level: Option<i64>,
-        threads: Option<i64>,
-        dictionary_deltas: bool,
-        metadata: Option<HashMap<String, String>>,
-        pool: Option<&Bound<'_, PyContextPool>>,
+        options: WriterOptions,
+        pool: ContextPool,
     ) -> PyResult<Self> {
-        let open = Self::open(
-            sink,
-            schema.clone(),
-            format,
-            compression_name,
-            level,
-            threads,
-            dictionary_deltas,
-            metadata,
-            pool,
-        )?;
-        let compression = open.writer.options().compression;
+        let (format, compression) = (options.format, options.compression);
+        let open = Open::new(Some(sink), schema.clone(), options, pool)?;
         Ok(PyIpcWriter {
             open: Held::new(open, "IPC writer"),
             schema,
@@ -243,46 +267,6 @@ impl PyIpcWriter {
             compression,
             batches: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
-        })
-    }
-
-    /// Opens the sink and writes the header.
-    #[allow(clippy::too_many_arguments)]
-    fn open(
-        sink: Option<&Bound<'_, PyAny>>,
-        schema: SchemaRef,
-        format: IpcFormat,
-        compression_name: Option<&str>,
-        level: Option<i64>,
-        threads: Option<i64>,
-        dictionary_deltas: bool,
-        metadata: Option<HashMap<String, String>>,
-        pool: Option<&Bound<'_, PyContextPool>>,
-    ) -> PyResult<Open> {
-        let compression = compression(compression_name, level)?;
-        let threads = threads_arg(threads)?;
-        if metadata.is_some() && format == IpcFormat::Stream {
-            return Err(Error::Parameter(
-                "metadata is written in the file footer: it applies to new_file and write_file"
-                    .into(),
-            )
-            .into());
-        }
-        let options = WriterOptions {
-            format,
-            compression,
-            threads,
-            dictionary_deltas,
-            footer_metadata: metadata.unwrap_or_default(),
-        };
-        let pool = pool_or_default(pool);
-        // The writer first: a bad option or schema then leaves no file behind.
-        let writer = IpcWriter::try_new(schema, options, &pool)?;
-        let sink = Sink::open(sink)?;
-        Ok(Open {
-            writer,
-            sink,
-            scratch: Vec::new(),
         })
     }
 
@@ -398,12 +382,7 @@ impl PyIpcWriter {
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        if slf.open.is_closed() {
-            return Err(new_err(
-                "ClosedError",
-                "I/O operation on a closed IPC writer",
-            ));
-        }
+        slf.open.check_open()?;
         Ok(slf)
     }
 
@@ -472,17 +451,15 @@ pub fn new_stream(
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcWriter> {
     require_sink(sink)?;
-    PyIpcWriter::create(
-        Some(sink),
-        schema_of(schema)?,
+    let options = writer_options(
         IpcFormat::Stream,
         compression,
         level,
         threads,
         dictionary_deltas,
         None,
-        pool,
-    )
+    )?;
+    PyIpcWriter::create(sink, schema_of(schema)?, options, pool_or_default(pool))
 }
 
 /// Opens an Arrow IPC file writer on `sink` (a path, or a binary file object).
@@ -503,17 +480,15 @@ pub fn new_file(
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcWriter> {
     require_sink(sink)?;
-    PyIpcWriter::create(
-        Some(sink),
-        schema_of(schema)?,
+    let options = writer_options(
         IpcFormat::File,
         compression,
         level,
         threads,
         dictionary_deltas,
         metadata,
-        pool,
-    )
+    )?;
+    PyIpcWriter::create(sink, schema_of(schema)?, options, pool_or_default(pool))
 }
 
 fn require_sink(sink: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -527,32 +502,15 @@ fn require_sink(sink: &Bound<'_, PyAny>) -> PyResult<()> {
 }
 
 /// Writes `data` as one IPC stream or file in one call; returns bytes when sink is None.
-#[allow(clippy::too_many_arguments)]
 fn write_all<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     sink: Option<&Bound<'py, PyAny>>,
-    format: IpcFormat,
-    compression: Option<&str>,
-    level: Option<i64>,
-    threads: Option<i64>,
-    dictionary_deltas: bool,
-    metadata: Option<HashMap<String, String>>,
-    pool: Option<&Bound<'py, PyContextPool>>,
+    options: WriterOptions,
+    pool: ContextPool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let input = to_input(data)?;
-    let schema = input.schema();
-    let mut open = PyIpcWriter::open(
-        sink,
-        schema,
-        format,
-        compression,
-        level,
-        threads,
-        dictionary_deltas,
-        metadata,
-        pool,
-    )?;
+    let mut open = Open::new(sink, input.schema(), options, pool)?;
     let written = for_each_batch(py, input, |batch| match open.write_batch(py, &batch) {
         Ok(()) => Ok(()),
         Err(Failure::Encode(e) | Failure::Sink(e)) => Err(e),
@@ -584,18 +542,15 @@ pub fn write_stream<'py>(
     dictionary_deltas: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    write_all(
-        py,
-        data,
-        sink,
+    let options = writer_options(
         IpcFormat::Stream,
         compression,
         level,
         threads,
         dictionary_deltas,
         None,
-        pool,
-    )
+    )?;
+    write_all(py, data, sink, options, pool_or_default(pool))
 }
 
 /// Writes `data` as one Arrow IPC file (Feather v2). Returns the bytes when `sink` is None.
@@ -616,16 +571,13 @@ pub fn write_file<'py>(
     metadata: Option<HashMap<String, String>>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    write_all(
-        py,
-        data,
-        sink,
+    let options = writer_options(
         IpcFormat::File,
         compression,
         level,
         threads,
         dictionary_deltas,
         metadata,
-        pool,
-    )
+    )?;
+    write_all(py, data, sink, options, pool_or_default(pool))
 }
