@@ -12,7 +12,6 @@ import random
 import numpy as np
 import pyarrow as pa
 import pytest
-
 import zstdpool
 import zstdpool.ipc as zi
 

@@ -12,7 +12,6 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pyarrow as pa
 import pytest
-
 import zstdpool
 import zstdpool.ipc as zi
 
@@ -93,9 +92,7 @@ def test_thread_count_does_not_change_bytes_or_tables(compression):
         {f"c{i}": rng.integers(0, 1000, 300_000) for i in range(6)}
         | {"s": pa.array([f"text {i % 1000}" for i in range(300_000)])}
     )
-    outputs = {
-        t: zi.write_file(table, compression=compression, threads=t) for t in (None, 1, 2, 8)
-    }
+    outputs = {t: zi.write_file(table, compression=compression, threads=t) for t in (None, 1, 2, 8)}
     assert len(set(outputs.values())) == 1
     blob = outputs[1]
     tables = [zi.read_file(blob, threads=t) for t in (None, 1, 2, 8)]

@@ -55,7 +55,7 @@ def _add_bench(subparsers: Subparsers) -> None:
         dest="profile",
         action="store_const",
         const="full",
-        help="more rounds and larger inputs; takes several minutes",
+        help="more rounds and larger inputs, then the --memory table; takes several minutes",
     )
     # A smoke run of a second or two for the test suite (also ZSTDPOOL_BENCH_TINY=1).
     size.add_argument(
@@ -68,6 +68,12 @@ def _add_bench(subparsers: Subparsers) -> None:
         default=[],
         help="run only workloads whose group or name contains SUBSTRING (case-insensitive; "
         "repeat to run several)",
+    )
+    p.add_argument(
+        "--memory",
+        action="store_true",
+        help="instead of timing, print the memory one Arrow IPC write holds and peaks at, "
+        "zstdpool and pyarrow side by side (zstd level 3), with zstdpool's targets",
     )
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--json", metavar="PATH", help="write every figure and machine info to PATH")
@@ -89,6 +95,8 @@ def _run_bench(args: argparse.Namespace) -> int:
 
     parser: argparse.ArgumentParser = args.parser
     profile = _bench.PROFILES["tiny" if _bench.tiny_requested() else args.profile]
+    if args.memory:
+        return _run_bench_memory(args, profile.name)
     workloads = _bench.load_workloads(profile, args.filter)
     if args.list:
         for w in workloads:
@@ -104,8 +112,17 @@ def _run_bench(args: argparse.Namespace) -> int:
 
     report = _bench.run(workloads, profile)
     print(_bench.format_table(report))
-    if args.json is not None:
+    if profile.name == "full":
+        from zstdpool import _bench_memory
+
+        why = _bench_memory.unavailable()
+        rows = [] if why else _bench_memory.memory_table(profile.name, args.filter)
+        print(f"\nnote: {why}" if why else "\n" + _bench_memory.format_memory_table(rows))
+        if args.json is not None:
+            _bench_memory.write_json(rows, args.json, timing=_bench.to_json(report))
+    elif args.json is not None:
         _bench.write_json(report, args.json)
+    if args.json is not None:
         print(f"wrote {args.json}", file=sys.stderr)
     if args.plot is not None:
         try:
@@ -115,6 +132,32 @@ def _run_bench(args: argparse.Namespace) -> int:
             return EXIT_FAILURE
         print(f"wrote {args.plot}", file=sys.stderr)
     return EXIT_FAILURE if report.failed else EXIT_OK
+
+
+def _run_bench_memory(args: argparse.Namespace, size_choice: str) -> int:
+    from zstdpool import _bench_memory
+
+    parser: argparse.ArgumentParser = args.parser
+    cases = _bench_memory.memory_cases(size_choice, args.filter)
+    if args.list:
+        print(_bench_memory.list_cases(size_choice, args.filter))
+        return EXIT_OK
+    if not cases:
+        return _usage_error(parser, f"no input matches {' or '.join(map(repr, args.filter))}")
+    if args.plot is not None:
+        return _usage_error(parser, "--plot draws the timing ratios; it does not go with --memory")
+    if args.json is not None and not _writable(args.json):
+        return _usage_error(parser, f"--json: cannot write {args.json!r}")
+    why = _bench_memory.unavailable()
+    if why:
+        print(f"{parser.prog}: error: {why}", file=sys.stderr)
+        return EXIT_FAILURE
+    rows = _bench_memory.memory_table(size_choice, args.filter)
+    print(_bench_memory.format_memory_table(rows))
+    if args.json is not None:
+        _bench_memory.write_json(rows, args.json, timing=None)
+        print(f"wrote {args.json}", file=sys.stderr)
+    return EXIT_OK
 
 
 # --------------------------------------------------------------------------------------------

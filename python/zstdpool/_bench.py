@@ -79,7 +79,7 @@ KiB = 1024
 MiB = 1024 * KiB
 
 #: Modules imported by :func:`load_workloads`; each registers its workloads on import.
-WORKLOAD_MODULES: list[str] = []
+WORKLOAD_MODULES: list[str] = ["zstdpool._bench_ipc"]
 
 #: The timed thing: one call is one operation.
 Timed = Callable[[], object]
@@ -334,7 +334,7 @@ def reference_decompress(frame: bytes) -> bytes:
 
 
 # --------------------------------------------------------------------------------------------
-# Codec contenders (shared with benchmarks/test_codec.py)
+# Codec contenders (shared with benchmarks/test_bench_codec.py)
 
 T = TypeVar("T")
 

@@ -153,6 +153,7 @@ def decompress_many(
     threads: int | None = None,
     pool: ContextPool | None = None,
 ) -> list[bytes]: ...
+
 @final
 class IpcWriter:
     def write(self, data: object) -> None: ...
