@@ -21,3 +21,7 @@ mod python;
 #[cfg(feature = "alloc-stats")]
 #[global_allocator]
 static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
+
+#[cfg(all(feature = "mimalloc", not(feature = "alloc-stats")))]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

@@ -286,9 +286,7 @@ pub fn decompress_buffers(
             })?;
         sources.push(stored);
     }
-    let mut out = Vec::new();
-    out.try_reserve_exact(total)?;
-    out.resize(total, 0);
+    let mut out = zeroed(total)?;
     let mut planned = Vec::with_capacity(sources.len());
     let mut rest: &mut [u8] = &mut out;
     let mut at = 0;
@@ -350,6 +348,27 @@ pub fn decompress_buffers(
     }
     drop(planned);
     Ok((out, out_spans))
+}
+
+/// `len` zero bytes from the allocator's zeroing path (fresh pages need no memset), failing
+/// with an error rather than aborting when the memory is not there.
+fn zeroed(len: usize) -> Result<Vec<u8>> {
+    if len == 0 {
+        return Ok(Vec::new());
+    }
+    let layout =
+        std::alloc::Layout::array::<u8>(len).map_err(|_| Error::Memory(format!("{len} bytes")))?;
+    // SAFETY: the layout has a non-zero size; a non-null result is `len` zeroed bytes, owned
+    // by the vector with exactly the layout (align 1, capacity `len`) it frees them with.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout);
+        if ptr.is_null() {
+            return Err(Error::Memory(format!(
+                "{len} bytes for a decompressed message body"
+            )));
+        }
+        Ok(Vec::from_raw_parts(ptr, len, len))
+    }
 }
 
 /// The bytes of buffer `i`, checked to lie inside the body.
