@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import io
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
@@ -861,6 +862,11 @@ def ipc_workloads(profile: Profile) -> Iterator[Workload]:
     try:
         import numpy  # noqa: F401
     except ImportError:
+        print(
+            "note: the IPC writer, reader and threads workloads need numpy and the peers: "
+            "pip install 'zstdpool[bench]'",
+            file=sys.stderr,
+        )
         return
     sizes = ipc_sizes(profile)
     writer_cases = [TableCase("int32", rows) for rows in sizes.int32_rows]
