@@ -350,10 +350,6 @@ impl Default for ContextPool {
 impl ContextPool {
     /// A private pool with its own limits.
     pub fn new(config: PoolConfig) -> Self {
-        let config = PoolConfig {
-            max_idle_per_key: config.max_idle_per_key,
-            ..config
-        };
         ContextPool {
             shared: Arc::new(Shared {
                 config,
@@ -376,11 +372,6 @@ impl ContextPool {
     /// The pool's limits.
     pub fn config(&self) -> &PoolConfig {
         &self.shared.config
-    }
-
-    /// Whether two handles name the same pool.
-    pub fn same_pool(&self, other: &ContextPool) -> bool {
-        Arc::ptr_eq(&self.shared, &other.shared)
     }
 
     fn lease<T: Pooled>(&self, key: PoolKey, make: impl FnOnce() -> Result<T>) -> Result<Lease<T>> {
