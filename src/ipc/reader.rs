@@ -217,12 +217,16 @@ impl Decoder {
         }
     }
 
-    /// Decompresses a compressed body; returns the message rebuilt around the new body.
-    fn uncompress(&mut self, meta: &[u8], body: Buffer) -> Result<(Vec<u8>, Buffer)> {
-        let msg = message::parse(meta)?;
-        let (rb, _) = batch_header(&msg)?;
+    /// Decodes a DictionaryBatch or RecordBatch message (already parsed by the caller); a
+    /// dictionary is stored and None returned.
+    fn decode(&mut self, msg: &Message<'_>, body: Buffer) -> Result<Option<RecordBatch>> {
+        catch_panics("decoding a message", || self.decode_unguarded(msg, body))
+    }
+
+    fn decode_unguarded(&mut self, msg: &Message<'_>, body: Buffer) -> Result<Option<RecordBatch>> {
+        let (rb, _) = batch_header(msg)?;
         let Some(compression) = rb.compression() else {
-            return Ok((meta.to_vec(), body));
+            return self.decode_plain(msg, body);
         };
         let spans = buffer_spans(&rb)?;
         let (new_body, new_spans) = decompress_buffers(
@@ -234,18 +238,13 @@ impl Decoder {
             &self.pool,
             self.threads,
         )?;
-        let new_meta = message::rebuild(&msg, &new_spans, new_body.len(), None)?;
-        Ok((new_meta, Buffer::from_vec(new_body)))
+        // The same message without compression, around the decompressed body.
+        let meta = message::rebuild(msg, &new_spans, new_body.len(), None)?;
+        self.decode_plain(&message::parse(&meta)?, Buffer::from_vec(new_body))
     }
 
-    /// Decodes a DictionaryBatch or RecordBatch message; a dictionary is stored and None returned.
-    fn decode(&mut self, meta: &[u8], body: Buffer) -> Result<Option<RecordBatch>> {
-        catch_panics("decoding a message", || self.decode_unguarded(meta, body))
-    }
-
-    fn decode_unguarded(&mut self, meta: &[u8], body: Buffer) -> Result<Option<RecordBatch>> {
-        let (meta, body) = self.uncompress(meta, body)?;
-        let msg = message::parse(&meta)?;
+    /// Decodes a message whose body is not compressed.
+    fn decode_plain(&mut self, msg: &Message<'_>, body: Buffer) -> Result<Option<RecordBatch>> {
         let version = msg.version();
         if version < MetadataVersion::V4 {
             return Err(Error::Ipc(format!(
@@ -284,8 +283,7 @@ impl Decoder {
     }
 }
 
-fn schema_from_message(meta: &[u8]) -> Result<Schema> {
-    let msg = message::parse(meta)?;
+fn schema_from_message(msg: &Message<'_>) -> Result<Schema> {
     let fb = msg.header_as_schema().ok_or_else(|| {
         Error::Ipc(format!(
             "an IPC stream must start with a schema message, found {:?}",
@@ -360,9 +358,9 @@ impl<S: Source> StreamReader<S> {
     ) -> Result<Self> {
         let meta = read_message_meta(&mut source, &limits)?
             .ok_or_else(|| Error::Ipc("empty input: an IPC stream starts with a schema".into()))?;
-        let schema = schema_from_message(&meta)?;
-        let body_len = body_length(&message::parse(&meta)?, &limits)?;
-        read_exact(&mut source, body_len, "the schema message body")?;
+        let msg = message::parse(&meta)?;
+        let schema = schema_from_message(&msg)?;
+        read_body(&mut source, &msg, &limits)?;
         Ok(StreamReader {
             source,
             decoder: Decoder::new(schema, limits, pool, threads),
@@ -404,7 +402,7 @@ impl<S: Source> StreamReader<S> {
             }
             self.reading_dictionary = msg.header_type() == MessageHeader::DictionaryBatch;
             let body = read_body(&mut self.source, &msg, &self.decoder.limits)?;
-            match self.decoder.decode(&meta, body)? {
+            match self.decoder.decode(&msg, body)? {
                 Some(batch) => {
                     self.batches_read += 1;
                     return Ok(Some(batch));
@@ -561,7 +559,7 @@ impl<S: RandomSource> FileReader<S> {
         if body.len() != declared {
             return Err(truncated("a message body", declared, body.len()));
         }
-        self.decoder.decode(&meta, body)
+        self.decoder.decode(&msg, body)
     }
 
     fn load_dictionaries(&mut self) -> Result<()> {
