@@ -5,7 +5,6 @@
 //! while compressing.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -160,6 +159,8 @@ struct Idle {
     at: Option<Instant>,
 }
 
+/// The idle contexts and the counters, under one lock: a lease or a return takes the lock
+/// once and touches no other shared memory.
 #[derive(Default)]
 struct IdleLists {
     /// Per key, a stack: the most recently returned context is reused first, so the oldest
@@ -172,6 +173,11 @@ struct IdleLists {
     peak_bytes: usize,
     seq: u64,
     next_sweep: Option<Instant>,
+    created: u64,
+    reused: u64,
+    returned: u64,
+    dropped: u64,
+    leased: usize,
 }
 
 impl IdleLists {
@@ -231,11 +237,15 @@ impl IdleLists {
 struct Shared {
     config: PoolConfig,
     idle: Mutex<IdleLists>,
-    created: AtomicU64,
-    reused: AtomicU64,
-    returned: AtomicU64,
-    dropped: AtomicU64,
-    leased: AtomicUsize,
+}
+
+impl Shared {
+    fn new(config: PoolConfig) -> Self {
+        Shared {
+            config,
+            idle: Mutex::new(IdleLists::default()),
+        }
+    }
 }
 
 impl Shared {
@@ -261,35 +271,44 @@ impl Shared {
         lists.next_sweep = Some(now + timeout / 2);
     }
 
-    fn count_dropped(&self, freed: &[Idle]) {
-        if !freed.is_empty() {
-            self.dropped.fetch_add(freed.len() as u64, Relaxed);
-        }
-    }
-
+    /// Pops an idle context for `key` and counts the lease; None on a miss (nothing counted).
     fn take(&self, key: &PoolKey) -> Option<Slot> {
         let mut freed = Vec::new();
         let found = {
             let mut lists = self.lock();
-            let now = if self.config.idle_timeout.is_some() {
-                Some(Instant::now())
-            } else {
-                None
-            };
-            if let Some(now) = now {
-                self.sweep_if_due(&mut lists, now, &mut freed);
+            if self.config.idle_timeout.is_some() {
+                self.sweep_if_due(&mut lists, Instant::now(), &mut freed);
             }
-            lists.pop(key)
+            lists.dropped += freed.len() as u64;
+            let found = lists.pop(key);
+            if found.is_some() {
+                lists.reused += 1;
+                lists.leased += 1;
+            }
+            found
         };
         // Contexts are freed after the lock is released.
-        self.count_dropped(&freed);
+        drop(freed);
         found.map(|idle| idle.slot)
     }
 
+    /// Counts a context made on a miss as leased.
+    fn count_created(&self) {
+        let mut lists = self.lock();
+        lists.created += 1;
+        lists.leased += 1;
+    }
+
+    /// Counts a leased context that is freed instead of coming back.
+    fn count_discarded(&self) {
+        let mut lists = self.lock();
+        lists.leased -= 1;
+        lists.dropped += 1;
+    }
+
     fn give_back<T: Pooled>(&self, mut ctx: T) {
-        self.leased.fetch_sub(1, Relaxed);
         if !ctx.recycle(self.config.max_scratch_bytes) {
-            self.dropped.fetch_add(1, Relaxed);
+            self.count_discarded();
             return;
         }
         let key = ctx.key();
@@ -299,11 +318,13 @@ impl Shared {
         let mut freed = Vec::new();
         let rejected = {
             let mut lists = self.lock();
+            lists.leased -= 1;
             if let Some(now) = now {
                 self.sweep_if_due(&mut lists, now, &mut freed);
             }
             let full = lists.len_of(&key) >= self.config.max_idle_per_key;
-            if full || bytes > self.config.max_idle_bytes {
+            let rejected = if full || bytes > self.config.max_idle_bytes {
+                lists.dropped += 1;
                 Some(ctx)
             } else {
                 // Make room under the byte cap by freeing the longest-idle contexts.
@@ -323,14 +344,31 @@ impl Shared {
                         at: now,
                     },
                 );
+                lists.returned += 1;
                 None
-            }
+            };
+            lists.dropped += freed.len() as u64;
+            rejected
         };
-        self.count_dropped(&freed);
-        if rejected.is_some() {
-            self.dropped.fetch_add(1, Relaxed);
-        } else {
-            self.returned.fetch_add(1, Relaxed);
+        // Freed outside the lock.
+        drop((rejected, freed));
+    }
+}
+
+/// How a pool or lease reaches the pool's state: the process-wide pool lives in a static,
+/// so its leases skip the reference count (two atomic operations per call).
+#[derive(Clone)]
+enum SharedRef {
+    Global(&'static Shared),
+    Private(Arc<Shared>),
+}
+
+impl Deref for SharedRef {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        match self {
+            SharedRef::Global(s) => s,
+            SharedRef::Private(s) => s,
         }
     }
 }
@@ -338,7 +376,7 @@ impl Shared {
 /// A pool of zstd contexts. Cloning gives another handle to the same pool.
 #[derive(Clone)]
 pub struct ContextPool {
-    shared: Arc<Shared>,
+    shared: SharedRef,
 }
 
 impl Default for ContextPool {
@@ -351,22 +389,17 @@ impl ContextPool {
     /// A private pool with its own limits.
     pub fn new(config: PoolConfig) -> Self {
         ContextPool {
-            shared: Arc::new(Shared {
-                config,
-                idle: Mutex::new(IdleLists::default()),
-                created: AtomicU64::new(0),
-                reused: AtomicU64::new(0),
-                returned: AtomicU64::new(0),
-                dropped: AtomicU64::new(0),
-                leased: AtomicUsize::new(0),
-            }),
+            shared: SharedRef::Private(Arc::new(Shared::new(config))),
         }
     }
 
     /// The process-wide pool that the module-level functions use.
     pub fn global() -> &'static ContextPool {
+        static SHARED: OnceLock<Shared> = OnceLock::new();
         static GLOBAL: OnceLock<ContextPool> = OnceLock::new();
-        GLOBAL.get_or_init(ContextPool::default)
+        GLOBAL.get_or_init(|| ContextPool {
+            shared: SharedRef::Global(SHARED.get_or_init(|| Shared::new(PoolConfig::default()))),
+        })
     }
 
     /// The pool's limits.
@@ -375,21 +408,18 @@ impl ContextPool {
     }
 
     fn lease<T: Pooled>(&self, key: PoolKey, make: impl FnOnce() -> Result<T>) -> Result<Lease<T>> {
+        // A key names one kind of context, so a slot of the other kind cannot be found.
         let ctx = match self.shared.take(&key).and_then(T::from_slot) {
-            Some(ctx) => {
-                self.shared.reused.fetch_add(1, Relaxed);
-                ctx
-            }
+            Some(ctx) => ctx,
             None => {
                 let ctx = make()?;
-                self.shared.created.fetch_add(1, Relaxed);
+                self.shared.count_created();
                 ctx
             }
         };
-        self.shared.leased.fetch_add(1, Relaxed);
         Ok(Lease {
             ctx: Some(ctx),
-            pool: Arc::clone(&self.shared),
+            pool: self.shared.clone(),
         })
     }
 
@@ -427,20 +457,22 @@ impl ContextPool {
             }
             lists.bytes -= scratch_freed;
             lists.scratch -= scratch_freed;
+            lists.dropped += freed.len() as u64;
             scratch_freed
         };
-        self.shared.count_dropped(&freed);
         scratch_freed + freed.iter().map(|i| i.bytes).sum::<usize>()
     }
 
     /// Frees every idle context. Returns the bytes freed.
     pub fn clear(&self) -> usize {
-        let lists = std::mem::take(&mut *self.shared.lock());
-        let freed: Vec<Idle> = lists.by_key.into_iter().flat_map(|(_, l)| l).collect();
-        self.shared.count_dropped(&freed);
-        // Keep the peak: it describes the pool's history, not its contents.
-        self.shared.lock().peak_bytes = lists.peak_bytes;
-        freed.iter().map(|i| i.bytes).sum()
+        let by_key = {
+            let mut lists = self.shared.lock();
+            lists.dropped += lists.count as u64;
+            (lists.count, lists.bytes, lists.scratch) = (0, 0, 0);
+            // The peak and the counters stay: they describe the pool's history.
+            std::mem::take(&mut lists.by_key)
+        };
+        by_key.iter().flat_map(|(_, l)| l).map(|i| i.bytes).sum()
     }
 
     /// The counters now.
@@ -454,11 +486,11 @@ impl ContextPool {
             .collect();
         per_key.sort_by_key(|(k, _, _)| format!("{k:?}"));
         PoolStats {
-            created: s.created.load(Relaxed),
-            reused: s.reused.load(Relaxed),
-            returned: s.returned.load(Relaxed),
-            dropped: s.dropped.load(Relaxed),
-            leased: s.leased.load(Relaxed),
+            created: lists.created,
+            reused: lists.reused,
+            returned: lists.returned,
+            dropped: lists.dropped,
+            leased: lists.leased,
             idle: lists.count,
             idle_bytes: lists.bytes,
             scratch_bytes: lists.scratch,
@@ -471,7 +503,7 @@ impl ContextPool {
 /// A borrowed context. Dropping the lease gives the context back to its pool, reset.
 pub struct Lease<T: Pooled> {
     ctx: Option<T>,
-    pool: Arc<Shared>,
+    pool: SharedRef,
 }
 
 impl<T: Pooled> Lease<T> {
@@ -479,8 +511,7 @@ impl<T: Pooled> Lease<T> {
     /// state no reset clears).
     pub fn discard(mut self) {
         if self.ctx.take().is_some() {
-            self.pool.leased.fetch_sub(1, Relaxed);
-            self.pool.dropped.fetch_add(1, Relaxed);
+            self.pool.count_discarded();
         }
     }
 }

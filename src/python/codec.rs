@@ -12,7 +12,7 @@ use crate::codec::{plan_decompress, DecompressPlan, DEFAULT_MAX_OUTPUT_SIZE};
 use crate::context::{CompressParams, Compressor, DecompressParams, Decompressor, DEFAULT_LEVEL};
 use crate::error::Error;
 use crate::parallel::{for_each_parallel, resolve_threads};
-use crate::pool::{ContextPool, Lease};
+use crate::pool::Lease;
 
 // The signatures below spell these defaults as literals so that help() shows them.
 const _: () = assert!(DEFAULT_LEVEL == 3 && DEFAULT_MAX_OUTPUT_SIZE == 1 << 30);
@@ -362,7 +362,7 @@ pub fn decompress_many<'py>(
     let max_output_size = size_arg("max_output_size", max_output_size)?;
     let threads = threads_arg(threads)?;
     let inputs = views(buffers)?;
-    let pool: ContextPool = pool_or_default(pool);
+    let pool = pool_or_default(pool);
     let total: usize = inputs.iter().map(ByteView::len).sum();
     let threads = resolve_threads(threads, total, inputs.len())?;
     let slices: Vec<&[u8]> = inputs.iter().map(ByteView::as_slice).collect();

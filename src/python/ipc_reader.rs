@@ -333,7 +333,7 @@ pub fn open_stream(
     let pool = pool_or_default(pool);
     let limits = limits(max_buffer_size, max_batch_size)?;
     let reader = py
-        .detach(|| StreamReader::try_new(input, limits, &pool, threads))
+        .detach(|| StreamReader::try_new(input, limits, pool, threads))
         .map_err(unwrap_py_error)?;
     let schema = reader.schema();
     check_exportable(&schema)?;
@@ -366,7 +366,7 @@ pub fn open_file(
     let pool = pool_or_default(pool);
     let limits = limits(max_buffer_size, max_batch_size)?;
     let reader = py
-        .detach(|| FileReader::try_new(input, limits, &pool, threads))
+        .detach(|| FileReader::try_new(input, limits, pool, threads))
         .map_err(unwrap_py_error)?;
     let schema = reader.schema();
     check_exportable(&schema)?;

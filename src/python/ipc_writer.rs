@@ -177,9 +177,9 @@ impl Open {
         sink: Option<&Bound<'_, PyAny>>,
         schema: SchemaRef,
         options: WriterOptions,
-        pool: ContextPool,
+        pool: &ContextPool,
     ) -> PyResult<Open> {
-        let writer = IpcWriter::try_new(schema, options, &pool)?;
+        let writer = IpcWriter::try_new(schema, options, pool)?;
         let sink = Sink::open(sink)?;
         Ok(Open {
             writer,
@@ -256,7 +256,7 @@ impl PyIpcWriter {
         sink: &Bound<'_, PyAny>,
         schema: SchemaRef,
         options: WriterOptions,
-        pool: ContextPool,
+        pool: &ContextPool,
     ) -> PyResult<Self> {
         let (format, compression) = (options.format, options.compression);
         let open = Open::new(Some(sink), schema.clone(), options, pool)?;
@@ -507,7 +507,7 @@ fn write_all<'py>(
     data: &Bound<'py, PyAny>,
     sink: Option<&Bound<'py, PyAny>>,
     options: WriterOptions,
-    pool: ContextPool,
+    pool: &ContextPool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let input = to_input(data)?;
     let mut open = Open::new(sink, input.schema(), options, pool)?;

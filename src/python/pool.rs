@@ -118,10 +118,10 @@ pub fn default_pool(py: Python<'_>) -> &Py<PyContextPool> {
 }
 
 /// The core pool behind an optional `pool=` argument.
-pub fn pool_or_default(pool: Option<&Bound<'_, PyContextPool>>) -> ContextPool {
+pub fn pool_or_default<'a>(pool: Option<&'a Bound<'_, PyContextPool>>) -> &'a ContextPool {
     match pool {
-        Some(p) => p.get().pool.clone(),
-        None => ContextPool::global().clone(),
+        Some(p) => &p.get().pool,
+        None => ContextPool::global(),
     }
 }
 
