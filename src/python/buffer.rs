@@ -3,16 +3,42 @@
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 /// A C-contiguous buffer exported by a Python object, held for as long as this view lives.
 pub struct ByteView {
-    buf: PyUntypedBuffer,
+    buf: Source,
 }
+
+enum Source {
+    /// bytes are immutable and need no export: holding a reference keeps them in place, and
+    /// skips the buffer protocol's allocation on the codec's small-input path.
+    Bytes {
+        _owner: Py<PyBytes>,
+        ptr: *const u8,
+        len: usize,
+    },
+    Buffer(PyUntypedBuffer),
+}
+
+// SAFETY: `ptr` points into the immutable bytes object that `obj` keeps alive.
+unsafe impl Send for Source {}
+unsafe impl Sync for Source {}
 
 impl ByteView {
     /// Views `obj` (bytes, bytearray, memoryview, array.array, numpy arrays...). `what` names
     /// the argument in error messages.
     pub fn new(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Self> {
+        if let Ok(bytes) = obj.cast_exact::<PyBytes>() {
+            let slice = bytes.as_bytes();
+            return Ok(ByteView {
+                buf: Source::Bytes {
+                    _owner: bytes.clone().unbind(),
+                    ptr: slice.as_ptr(),
+                    len: slice.len(),
+                },
+            });
+        }
         let buf = PyUntypedBuffer::get(obj).map_err(|_| {
             PyTypeError::new_err(format!(
                 "{what} must be a bytes-like object (bytes, bytearray, memoryview, a contiguous \
@@ -25,13 +51,19 @@ impl ByteView {
                 "{what} must be C-contiguous; copy it first (for numpy: numpy.ascontiguousarray)"
             )));
         }
-        Ok(ByteView { buf })
+        Ok(ByteView {
+            buf: Source::Buffer(buf),
+        })
     }
 
     /// Views `obj` as a destination, which must be writable.
     pub fn new_writable(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<Self> {
         let view = Self::new(obj, what)?;
-        if view.buf.readonly() {
+        let readonly = match &view.buf {
+            Source::Bytes { .. } => true,
+            Source::Buffer(buf) => buf.readonly(),
+        };
+        if readonly {
             return Err(PyTypeError::new_err(format!(
                 "{what} must be a writable buffer (bytearray, memoryview of one, numpy array), \
                  not read-only '{}'",
@@ -43,28 +75,36 @@ impl ByteView {
 
     /// The bytes. Valid while `self` lives; the exporter cannot resize them meanwhile.
     pub fn as_slice(&self) -> &[u8] {
-        let len = self.buf.len_bytes();
+        let (ptr, len) = self.raw();
         if len == 0 {
             return &[];
         }
-        // SAFETY: the buffer is C-contiguous, `len_bytes` long, and stays exported (so its
-        // memory stays put) for as long as `self.buf` lives.
-        unsafe { std::slice::from_raw_parts(self.buf.buf_ptr() as *const u8, len) }
+        // SAFETY: the memory is C-contiguous, `len` long, and stays put (exported, or an
+        // immutable bytes object we hold) for as long as `self.buf` lives.
+        unsafe { std::slice::from_raw_parts(ptr, len) }
+    }
+
+    fn raw(&self) -> (*const u8, usize) {
+        match &self.buf {
+            Source::Bytes { ptr, len, .. } => (*ptr, *len),
+            Source::Buffer(buf) => (buf.buf_ptr() as *const u8, buf.len_bytes()),
+        }
     }
 
     /// The bytes, for writing. Only for views made by `new_writable`.
     #[allow(clippy::mut_from_ref)]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {
-        let len = self.buf.len_bytes();
+        let (ptr, len) = self.raw();
         if len == 0 {
             return &mut [];
         }
-        // SAFETY: as in `as_slice`, and `new_writable` checked the export is writable.
-        unsafe { std::slice::from_raw_parts_mut(self.buf.buf_ptr() as *mut u8, len) }
+        // SAFETY: as in `as_slice`, and `new_writable` checked the export is writable (so
+        // this is never a bytes object).
+        unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) }
     }
 
     pub fn len(&self) -> usize {
-        self.buf.len_bytes()
+        self.raw().1
     }
 }
 
