@@ -9,6 +9,7 @@ import random
 import threading
 
 import numpy as np
+import pyarrow as pa
 import pytest
 import zstandard
 import zstdpool
@@ -526,6 +527,22 @@ def test_every_truncation_is_a_decompression_error(source):
         assert d.decompress(frame) == data
     assert zstdpool.decompress(frame, pool=pool) == data
     assert_balanced(pool)
+
+
+def test_legacy_frames_are_refused():
+    # A zstd v0.7 frame (magic 0xFD2FB527): single segment, content size 5, one raw block
+    # "hello", end block. Decoders built with legacy support read it (pyarrow's does); the
+    # old decoders are not built into zstdpool, which reads untrusted input.
+    frame = (
+        bytes.fromhex("27b52ffd") + bytes([0x20, 5, 0x40, 0, 5]) + b"hello" + bytes([0xC0, 0, 0])
+    )
+    assert pa.Codec("zstd").decompress(frame, decompressed_size=5).to_pybytes() == b"hello"
+    with pytest.raises(DecompressionError, match="frame header"):
+        zstdpool.decompress(frame)
+    with pytest.raises(DecompressionError):
+        zstdpool.decompress_into(frame, bytearray(5))
+    with pytest.raises(DecompressionError, match=r"buffers\[0\]"):
+        zstdpool.decompress_many([frame])
 
 
 def test_bad_checksum_is_detected():
