@@ -2,7 +2,7 @@
 //! threads, each with its own pooled context. Small jobs stay on the calling thread: a thread
 //! hand-off costs more than compressing a few KiB.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use crate::error::{Error, Result};
@@ -43,12 +43,14 @@ pub fn resolve_threads(
 /// Runs `work(ctx, index, item)` for every item and returns the results in item order.
 /// The calling thread works too, with `primary` as its context; with `threads > 1`, each of
 /// the `threads - 1` helper threads makes its own context with `make`, at its first item, and
-/// items are handed out by a shared counter. The first failure (by item index) is returned
-/// and the rest stop early.
+/// items are handed out by a shared counter, largest `weight` first: a large item started
+/// last would leave the other threads idle while it runs. The error returned is the failing
+/// item's with the lowest index; items after it are skipped.
 pub fn for_each_parallel<T, C, R, M, W>(
     items: &[T],
     threads: usize,
     primary: Option<&mut C>,
+    weight: impl Fn(&T) -> usize,
     make: M,
     work: W,
 ) -> Result<Vec<R>>
@@ -59,15 +61,21 @@ where
     M: Fn() -> Result<C> + Sync,
     W: Fn(&mut C, usize, &T) -> Result<R> + Sync,
 {
+    let helpers = threads.min(items.len()).saturating_sub(1);
+    let order = hand_out_order(items, helpers > 0, weight);
     let next = AtomicUsize::new(0);
-    let failed = AtomicBool::new(false);
+    // The lowest index that failed so far; items above it need not run.
+    let first_failure = AtomicUsize::new(usize::MAX);
     let results: Mutex<Vec<(usize, Result<R>)>> = Mutex::new(Vec::with_capacity(items.len()));
     let run = |mut given: Option<&mut C>| {
         let mut own: Option<C> = None;
         let mut mine = Vec::new();
-        while !failed.load(Ordering::Relaxed) {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            let Some(item) = items.get(i) else { break };
+        loop {
+            let k = next.fetch_add(1, Ordering::Relaxed);
+            let Some(&i) = order.get(k) else { break };
+            if i > first_failure.load(Ordering::Relaxed) {
+                continue;
+            }
             let ctx = match given.as_deref_mut() {
                 Some(c) => Ok(c),
                 None => match own {
@@ -75,9 +83,9 @@ where
                     None => make().map(|c| own.insert(c)),
                 },
             };
-            let r = ctx.and_then(|c| work(c, i, item));
+            let r = ctx.and_then(|c| work(c, i, &items[i]));
             if r.is_err() {
-                failed.store(true, Ordering::Relaxed);
+                first_failure.fetch_min(i, Ordering::Relaxed);
             }
             mine.push((i, r));
         }
@@ -86,7 +94,6 @@ where
             .unwrap_or_else(|p| p.into_inner())
             .extend(mine);
     };
-    let helpers = threads.min(items.len()).saturating_sub(1);
     if helpers == 0 {
         run(primary);
     } else {
@@ -99,8 +106,19 @@ where
     }
     let mut results = results.into_inner().unwrap_or_else(|p| p.into_inner());
     results.sort_by_key(|(i, _)| *i);
-    // In index order, so the error returned is the first input's that failed.
+    // Every item below the first failure ran, so in index order the first error met is the
+    // lowest failing index's; the skipped items all come after it.
     results.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The order items are handed out in: by index on one thread, else heaviest first (stable, so
+/// equal weights keep their index order).
+fn hand_out_order<T>(items: &[T], parallel: bool, weight: impl Fn(&T) -> usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    if parallel {
+        order.sort_by_key(|&i| std::cmp::Reverse(weight(&items[i])));
+    }
+    order
 }
 
 #[cfg(test)]
@@ -110,13 +128,21 @@ mod tests {
     #[test]
     fn results_keep_order_and_errors_name_the_first() {
         let items: Vec<usize> = (0..100).collect();
-        let out =
-            for_each_parallel(&items, 4, None, || Ok(0usize), |_, i, x| Ok(i * 1000 + x)).unwrap();
+        let out = for_each_parallel(
+            &items,
+            4,
+            None,
+            |x| *x,
+            || Ok(0usize),
+            |_, i, x| Ok(i * 1000 + x),
+        )
+        .unwrap();
         assert_eq!(out, (0..100).map(|i| i * 1001).collect::<Vec<_>>());
         let err = for_each_parallel(
             &items,
             1,
             None,
+            |_| 1,
             || Ok(()),
             |_, i, _| {
                 if i >= 7 {
@@ -128,6 +154,30 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err.to_string(), "item 7");
+    }
+
+    #[test]
+    fn heaviest_items_go_first_and_the_lowest_failure_is_reported() {
+        let sizes = [5usize, 90, 5, 40, 90];
+        assert_eq!(hand_out_order(&sizes, true, |s| *s), vec![1, 4, 3, 0, 2]);
+        assert_eq!(hand_out_order(&sizes, false, |s| *s), vec![0, 1, 2, 3, 4]);
+        // Item 90 is handed out first and fails first; item 20 fails later but comes first.
+        let items: Vec<usize> = (0..100).collect();
+        for threads in [1, 2, 4] {
+            let err = for_each_parallel(
+                &items,
+                threads,
+                None,
+                |x| *x,
+                || Ok(()),
+                |_, i, _| match i {
+                    20 | 90 => Err(Error::Corrupt(format!("item {i}"))),
+                    _ => Ok(i),
+                },
+            )
+            .unwrap_err();
+            assert_eq!(err.to_string(), "item 20", "threads={threads}");
+        }
     }
 
     #[test]

@@ -124,6 +124,7 @@ pub fn compress_buffers(
             buffers,
             threads,
             primary,
+            |src| src.len(),
             || pool.compressor(params),
             |c, _, src| piece(src, Some(c)),
         )?,
@@ -131,6 +132,7 @@ pub fn compress_buffers(
             buffers,
             threads,
             None,
+            |src| src.len(),
             || Ok(()),
             |_, _, src| piece(src, None),
         )?,
@@ -205,6 +207,8 @@ enum Stored<'a> {
 struct Planned<'a> {
     index: usize,
     stored: Stored<'a>,
+    /// Bytes this buffer decompresses to: its share of the work.
+    len: usize,
     dst: Mutex<&'a mut [u8]>,
 }
 
@@ -298,6 +302,7 @@ pub fn decompress_buffers(
         planned.push(Planned {
             index,
             stored,
+            len: dst.len(),
             dst: Mutex::new(dst),
         });
     }
@@ -342,6 +347,7 @@ pub fn decompress_buffers(
             &planned,
             threads,
             Some(primary),
+            |p| p.len,
             || Ok(None),
             |d, _, p| run(d, p),
         )?;

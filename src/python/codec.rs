@@ -336,6 +336,7 @@ pub fn compress_many<'py>(
             &slices,
             threads,
             None,
+            |src| src.len(),
             || pool.compressor(params),
             // Through the context's scratch, so each result held until the end is exact-size.
             |c, i, src| {
@@ -371,6 +372,7 @@ pub fn decompress_many<'py>(
             &slices,
             threads,
             None,
+            |src| src.len(),
             || pool.decompressor(DecompressParams::default()),
             |d, i, src| {
                 let mut run = || match plan_decompress(src, max_output_size)? {
