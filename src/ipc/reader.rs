@@ -240,7 +240,7 @@ impl Decoder {
         )?;
         // The same message without compression, around the decompressed body.
         let meta = message::rebuild(msg, &new_spans, new_body.len(), None)?;
-        self.decode_plain(&message::parse(&meta)?, Buffer::from_vec(new_body))
+        self.decode_plain(&message::parse(&meta)?, new_body)
     }
 
     /// Decodes a message whose body is not compressed.
