@@ -964,6 +964,28 @@ def test_sinks_that_write_partially():
         assert_tables_equal(pa_read(fmt, bytes(half.data)), table)
 
 
+def test_python_sinks_get_large_batches_in_pieces():
+    # A batch of several MiB reaches a file object in writes of at most 1 MiB, not as one more
+    # copy of the whole batch.
+    rng = np.random.default_rng(3)
+    table = pa.table({"x": rng.integers(0, 2**62, 1_000_000, dtype=np.int64)})  # incompressible
+
+    class Recording(io.BytesIO):
+        sizes: list[int] = []
+
+        def write(self, b):
+            self.sizes.append(len(b))
+            return super().write(b)
+
+    for fmt in FORMATS:
+        sink = Recording()
+        sink.sizes = []
+        write_one(fmt, table, sink, compression=None)
+        assert max(sink.sizes) <= 1 << 20, max(sink.sizes)
+        assert sum(sink.sizes) > 8_000_000
+        assert_tables_equal(pa_read(fmt, sink.getvalue()), table)
+
+
 def test_sink_that_accepts_nothing_or_returns_none():
     class Stuck(io.RawIOBase):
         def writable(self):

@@ -116,6 +116,9 @@ impl Drop for TempFile {
     }
 }
 
+/// The most one `write` call on a Python sink receives: each call gets a new bytes object.
+const PYTHON_WRITE_CHUNK: usize = 1 << 20;
+
 /// Where a writer's bytes go.
 pub enum Sink {
     /// Collected in memory and returned as bytes.
@@ -187,15 +190,17 @@ impl Sink {
                 let obj = obj.bind(py);
                 let mut done = 0;
                 while done < bytes.len() {
-                    let chunk = PyBytes::new(py, &bytes[done..]);
+                    // In pieces: a large batch is not copied whole into one more bytes object.
+                    let end = bytes.len().min(done + PYTHON_WRITE_CHUNK);
+                    let chunk = PyBytes::new(py, &bytes[done..end]);
                     let n = obj.call_method1("write", (chunk,))?;
                     // Raw files may write less than asked and say how much.
                     done += match n.extract::<Option<usize>>()? {
                         Some(0) => {
                             return Err(PyOSError::new_err("the sink accepted no bytes"));
                         }
-                        Some(n) => n.min(bytes.len() - done),
-                        None => bytes.len() - done,
+                        Some(n) => n.min(end - done),
+                        None => end - done,
                     };
                 }
                 Ok(())
