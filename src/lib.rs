@@ -8,6 +8,7 @@ pub mod codec;
 pub mod context;
 pub mod error;
 pub mod ipc;
+pub mod pages;
 pub mod parallel;
 pub mod pool;
 

@@ -12,6 +12,7 @@ use super::{padding, ALIGNMENT};
 use crate::codec::{lz4_compress_append, lz4_decompress_exact};
 use crate::context::{frame_content_size, CompressParams, Compressor, ContentSize, Decompressor};
 use crate::error::{Error, Result};
+use crate::pages::advise_huge_pages;
 use crate::parallel::{for_each_parallel, resolve_threads};
 use crate::pool::{ContextPool, Lease};
 
@@ -125,7 +126,7 @@ pub fn compress_buffers(
         let mut piece = Vec::new();
         encode_buffer(src, compression, c, &mut piece)?;
         // Held until assembly: keep the frame, not its compressBound-sized allocation.
-        Ok(exact_or_as_is(piece, |v, n| v.try_reserve_exact(n)))
+        Ok(exact_or_as_is(piece))
     };
     // The calling thread compresses too, with the writer's own context.
     let encoded = match compression {
@@ -158,24 +159,46 @@ pub fn compress_buffers(
     Ok(spans)
 }
 
-/// `v` in an allocation of exactly its length, or `v` as it is when that allocation fails:
-/// the data is complete either way, and a failed shrink must not fail a write (Rust's own
-/// `shrink_to_fit` aborts the process when its reallocation fails). `reserve` is the
-/// allocation, replaceable in tests.
-pub fn exact_or_as_is(
+/// `v` shrunk to exactly its length in place, or `v` as it is when the allocator cannot: the
+/// data is complete either way, and a failed shrink must not fail a write (Rust's own
+/// `shrink_to_fit` aborts the process when its reallocation fails). A shrinking `realloc`
+/// neither copies nor touches new memory, unlike a move into a new exact-size vector.
+pub fn exact_or_as_is(v: Vec<u8>) -> Vec<u8> {
+    // SAFETY: forwards to the global allocator, with the layout and size `shrink_with` gives.
+    shrink_with(v, |ptr, layout, len| unsafe {
+        std::alloc::realloc(ptr, layout, len)
+    })
+}
+
+/// [`exact_or_as_is`] with the reallocation replaceable in tests. `realloc` gets the vector's
+/// pointer, its allocation's layout and the new, smaller, non-zero size, and returns the new
+/// pointer or null.
+fn shrink_with(
     v: Vec<u8>,
-    reserve: impl FnOnce(&mut Vec<u8>, usize) -> Result<(), std::collections::TryReserveError>,
+    realloc: impl FnOnce(*mut u8, std::alloc::Layout, usize) -> *mut u8,
 ) -> Vec<u8> {
-    if v.capacity() == v.len() {
+    let (len, cap) = (v.len(), v.capacity());
+    if len == cap {
         return v;
     }
-    let mut exact = Vec::new();
-    match reserve(&mut exact, v.len()) {
-        Ok(()) => {
-            exact.extend_from_slice(&v);
-            exact
+    if len == 0 {
+        return Vec::new();
+    }
+    let Ok(layout) = std::alloc::Layout::array::<u8>(cap) else {
+        return v;
+    };
+    let mut v = std::mem::ManuallyDrop::new(v);
+    let ptr = v.as_mut_ptr();
+    let shrunk = realloc(ptr, layout, len);
+    // SAFETY: a Vec<u8> owns `cap` bytes at `ptr` allocated with `layout`. A null result
+    // leaves that allocation untouched and it goes back into a vector as it was; otherwise
+    // the allocation is now `len` bytes at `shrunk`, holding the same first `len` bytes.
+    unsafe {
+        if shrunk.is_null() {
+            Vec::from_raw_parts(ptr, len, cap)
+        } else {
+            Vec::from_raw_parts(shrunk, len, len)
         }
-        Err(_) => v,
     }
 }
 
@@ -388,6 +411,7 @@ fn zeroed(len: usize) -> Result<Vec<u8>> {
                 "{len} bytes for a decompressed message body"
             )));
         }
+        advise_huge_pages(ptr, len);
         Ok(Vec::from_raw_parts(ptr, len, len))
     }
 }
@@ -489,17 +513,18 @@ mod tests {
     fn exact_outputs_and_a_failed_shrink_keeps_the_data() {
         let mut v = Vec::with_capacity(1000);
         v.extend_from_slice(b"compressed");
-        let exact = exact_or_as_is(v.clone(), |e, n| e.try_reserve_exact(n));
+        let exact = exact_or_as_is(v.clone());
         assert_eq!(
             (exact.as_slice(), exact.capacity()),
             (&b"compressed"[..], 10)
         );
-        // An allocation that fails (here: an impossible size) leaves the larger buffer.
-        let kept = exact_or_as_is(v, |e, _| e.try_reserve_exact(usize::MAX));
+        // A reallocation that fails leaves the larger buffer, data intact.
+        let kept = shrink_with(v, |_, _, _| std::ptr::null_mut());
         assert_eq!(
             (kept.as_slice(), kept.capacity()),
             (&b"compressed"[..], 1000)
         );
+        assert_eq!(exact_or_as_is(Vec::with_capacity(64)).capacity(), 0);
     }
 
     #[test]

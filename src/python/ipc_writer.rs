@@ -11,7 +11,7 @@ use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PySchema;
 
 use super::args::{level_arg, threads_arg};
-use super::buffer::type_name;
+use super::buffer::{new_bytes, type_name};
 use super::held::Held;
 use super::io::Sink;
 use super::pool::{pool_or_default, PyContextPool};
@@ -520,7 +520,7 @@ fn write_all<'py>(
         return Err(e);
     }
     let bytes = open.finish(py)?;
-    Ok(bytes.map(|bytes| PyBytes::new(py, &bytes)))
+    bytes.map(|bytes| new_bytes(py, &bytes)).transpose()
 }
 
 /// Writes `data` (a table, batch, reader, DataFrame or Arrow PyCapsule object) as one Arrow
