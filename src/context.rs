@@ -226,10 +226,36 @@ impl Decompressor {
     /// Decompresses `src` (one or more whole frames) into exactly `dst`. Fails unless the
     /// frames hold exactly `dst.len()` bytes.
     pub fn decompress_exact(&mut self, src: &[u8], dst: &mut [u8]) -> Result<()> {
+        self.decompress_exact_to(src, dst)
+    }
+
+    /// [`Self::decompress_exact`] into `len` bytes at `dst` that need not be initialized (a
+    /// new Python bytes object): no zeroing pass before zstd writes them.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `len` bytes, and not read or written by anything else,
+    /// for the duration of the call. After an error its contents are unspecified.
+    pub unsafe fn decompress_exact_raw(
+        &mut self,
+        src: &[u8],
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<()> {
+        self.decompress_exact_to(
+            src,
+            &mut RawOut {
+                ptr: dst,
+                cap: len,
+                filled: 0,
+            },
+        )
+    }
+
+    fn decompress_exact_to<C: WriteBuf + ?Sized>(&mut self, src: &[u8], dst: &mut C) -> Result<()> {
         if src.is_empty() {
             return Err(Error::Corrupt("empty input is not a zstd frame".into()));
         }
-        let expected = dst.len();
+        let expected = dst.capacity();
         // One byte of slack would be needed to notice a frame that is longer than `dst`; zstd
         // reports "destination buffer too small" instead, which says the same.
         let result = self.dctx.decompress(dst, src);
@@ -402,6 +428,37 @@ unsafe impl WriteBuf for VecTail<'_> {
     unsafe fn filled_until(&mut self, n: usize) {
         // SAFETY: the caller guarantees that n bytes after `start` are initialized.
         unsafe { self.vec.set_len(self.start + n) }
+    }
+}
+
+/// Memory zstd writes into that need not be initialized first.
+struct RawOut {
+    ptr: *mut u8,
+    cap: usize,
+    filled: usize,
+}
+
+// SAFETY: `decompress_exact_raw`'s caller guarantees `ptr` is writable for `cap` bytes;
+// `as_slice` covers only the `filled` bytes zstd-safe reports as written.
+unsafe impl WriteBuf for RawOut {
+    fn as_slice(&self) -> &[u8] {
+        if self.filled == 0 {
+            return &[];
+        }
+        // SAFETY: the first `filled` bytes were written by zstd.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.filled) }
+    }
+
+    fn capacity(&self) -> usize {
+        self.cap
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.ptr
+    }
+
+    unsafe fn filled_until(&mut self, n: usize) {
+        self.filled = n;
     }
 }
 

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 
 use super::args::{level_arg, size_arg, threads_arg, window_log_arg};
-use super::buffer::ByteView;
+use super::buffer::{new_bytes_filled, ByteView};
 use super::held::Held;
 use super::pool::{pool_or_default, PyContextPool};
 use crate::codec::{plan_decompress, DecompressPlan, DEFAULT_MAX_OUTPUT_SIZE};
@@ -47,8 +47,12 @@ fn decompress_one<'py>(
     limit: usize,
 ) -> PyResult<Bound<'py, PyBytes>> {
     match plan_decompress(src, limit)? {
-        DecompressPlan::Exact(n) => PyBytes::new_with(py, n, |dst| {
-            py.detach(|| d.decompress_exact(src, dst))
+        DecompressPlan::Exact(n) => new_bytes_filled(py, n, |dst, len| {
+            // The address crosses to the GIL-free closure as a number (raw pointers are not Send).
+            let dst = dst as usize;
+            // SAFETY: `new_bytes_filled` hands over `len` writable bytes that nothing else
+            // sees until it returns.
+            py.detach(|| unsafe { d.decompress_exact_raw(src, dst as *mut u8, len) })
                 .map_err(PyErr::from)
         }),
         DecompressPlan::Streaming => {
