@@ -324,7 +324,10 @@ pub fn decompress_buffers(
         sources.push(stored);
     }
     // The allocation is byte-aligned: over-allocate and start at its first 64-byte boundary.
-    let mut out = zeroed(total + BODY_ALIGNMENT - 1)?;
+    let padded = total.checked_add(BODY_ALIGNMENT - 1).ok_or_else(|| {
+        Error::Limit("the message's buffers declare more than fits in memory".into())
+    })?;
+    let mut out = zeroed(padded)?;
     let start = body_padding(out.as_ptr() as usize);
     let mut planned = Vec::with_capacity(sources.len());
     let mut rest: &mut [u8] = &mut out[start..start + total];
@@ -511,13 +514,17 @@ mod tests {
 
     #[test]
     fn exact_outputs_and_a_failed_shrink_keeps_the_data() {
-        let mut v = Vec::with_capacity(1000);
-        v.extend_from_slice(b"compressed");
-        let exact = exact_or_as_is(v.clone());
+        let spare = || {
+            let mut v = Vec::with_capacity(1000);
+            v.extend_from_slice(b"compressed");
+            v
+        };
+        let exact = exact_or_as_is(spare());
         assert_eq!(
             (exact.as_slice(), exact.capacity()),
             (&b"compressed"[..], 10)
         );
+        let v = spare();
         // A reallocation that fails leaves the larger buffer, data intact.
         let kept = shrink_with(v, |_, _, _| std::ptr::null_mut());
         assert_eq!(
