@@ -178,7 +178,10 @@ impl Sink {
         }
         match self {
             Sink::Memory(v) => {
-                v.try_reserve(bytes.len()).map_err(Error::from)?;
+                // Exact: what arrives here is the last few bytes (end-of-stream marker, footer)
+                // of an output that is otherwise encoded in place, and an amortized reserve
+                // would double the whole output's allocation for them.
+                v.try_reserve_exact(bytes.len()).map_err(Error::from)?;
                 v.extend_from_slice(bytes);
                 Ok(())
             }
