@@ -23,7 +23,7 @@ enum Source {
     Buffer(PyUntypedBuffer),
 }
 
-// SAFETY: `ptr` points into the immutable bytes object that `obj` keeps alive.
+// SAFETY: `ptr` points into the immutable bytes object that `_owner` keeps alive.
 unsafe impl Send for Source {}
 unsafe impl Sync for Source {}
 
@@ -133,7 +133,7 @@ pub fn new_bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyByt
 }
 
 /// A new bytes object of `len` bytes that `fill` writes in full before anyone sees it: no
-/// zeroing pass first (pyo3's `PyBytes::new_with` zeroes, which costs a tenth of a large
+/// zeroing pass first (pyo3's `PyBytes::new_with` zeroes, a few percent of a large
 /// decompression). `fill` gets the object's memory, uninitialized, and its length; on an error
 /// the object is freed unseen.
 pub fn new_bytes_filled<'py>(
