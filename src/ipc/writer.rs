@@ -247,6 +247,23 @@ impl IpcWriter {
         Ok(())
     }
 
+    /// Appends `buffers`, compressed with this writer's codec, context and threads, to `out`;
+    /// returns each one's (offset, length) from where `out` ended.
+    fn compress_into(
+        &mut self,
+        buffers: &[&[u8]],
+        out: &mut Vec<u8>,
+    ) -> Result<Vec<(usize, usize)>> {
+        compress_buffers(
+            buffers,
+            self.options.compression,
+            self.compressor.as_mut(),
+            &self.pool,
+            self.options.threads,
+            out,
+        )
+    }
+
     /// Appends `msg` with its `buffers` compressed, framed; returns its header and body lengths.
     fn write_message(
         &mut self,
@@ -259,14 +276,7 @@ impl IpcWriter {
         if uncompressed < DIRECT_BODY_MIN {
             // Small: compress into a body of its own and copy it after the header.
             let mut body = Vec::new();
-            let spans = compress_buffers(
-                buffers,
-                self.options.compression,
-                self.compressor.as_mut(),
-                &self.pool,
-                self.options.threads,
-                &mut body,
-            )?;
+            let spans = self.compress_into(buffers, &mut body)?;
             let meta = message::rebuild(msg, &spans, body.len(), codec)?;
             return Ok((message::frame(&meta, &body, out), body.len()));
         }
@@ -287,14 +297,7 @@ impl IpcWriter {
         let message_start = out.len();
         grow_for(out, gap)?;
         out.resize(message_start + gap, 0);
-        let spans = compress_buffers(
-            buffers,
-            self.options.compression,
-            self.compressor.as_mut(),
-            &self.pool,
-            self.options.threads,
-            out,
-        )?;
+        let spans = self.compress_into(buffers, out)?;
         let body_len = out.len() - message_start - gap;
         let meta = message::rebuild(msg, &spans, body_len, codec)?;
         let needed = message::header_len(meta.len());
