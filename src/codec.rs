@@ -5,6 +5,7 @@ use std::io::{Read, Write};
 
 use crate::context::{frame_content_size, is_single_frame, ContentSize};
 use crate::error::{Error, Result};
+use crate::output::{Output, OutputWriter};
 
 /// The default `max_output_size` of one-shot decompression: large enough for real data,
 /// small enough that a hostile header cannot make the process allocate without bound.
@@ -31,15 +32,12 @@ pub fn plan_decompress(src: &[u8], limit: usize) -> Result<DecompressPlan> {
 }
 
 /// Compresses `src` as one lz4 frame appended to `out`; returns the frame's length.
-pub fn lz4_compress_append(src: &[u8], out: &mut Vec<u8>) -> Result<usize> {
+pub fn lz4_compress_append<O: Output + ?Sized>(src: &[u8], out: &mut O) -> Result<usize> {
     let start = out.len();
-    crate::ipc::grow_for(
-        out,
-        lz4_flex::block::get_maximum_output_size(src.len()) + 32,
-    )?;
-    let mut encoder = lz4_flex::frame::FrameEncoder::new(std::mem::take(out));
+    out.grow_for(lz4_flex::block::get_maximum_output_size(src.len()) + 32)?;
+    let mut encoder = lz4_flex::frame::FrameEncoder::new(OutputWriter(&mut *out));
     encoder.write_all(src)?;
-    *out = encoder
+    encoder
         .finish()
         .map_err(|e| Error::Compress(format!("lz4: {e}")))?;
     Ok(out.len() - start)

@@ -4,6 +4,7 @@
 use zstd_safe::{CCtx, CParameter, DCtx, DParameter, ResetDirective, WriteBuf};
 
 use crate::error::{zstd_error_name, Error, Result};
+use crate::output::{Output, OutputTail};
 
 /// The default level of the codec API, the same as zstd's and python-zstandard's.
 pub const DEFAULT_LEVEL: i32 = 3;
@@ -142,9 +143,13 @@ impl Compressor {
 
     /// Compresses `src` as one frame appended to `out`; returns the frame's length.
     /// `out` grows by compressBound(src) at most and ends exactly at the frame.
-    pub fn compress_append(&mut self, src: &[u8], out: &mut Vec<u8>) -> Result<usize> {
-        crate::ipc::grow_for(out, zstd_safe::compress_bound(src.len()))?;
-        let mut tail = VecTail::new(out);
+    pub fn compress_append<O: Output + ?Sized>(
+        &mut self,
+        src: &[u8],
+        out: &mut O,
+    ) -> Result<usize> {
+        out.grow_for(zstd_safe::compress_bound(src.len()))?;
+        let mut tail = OutputTail::new(out);
         let result = self.cctx.compress2(&mut tail, src);
         self.finish_op(result)
     }
@@ -301,7 +306,7 @@ impl Decompressor {
                     out.try_reserve_exact(step.min(limit - out.len()))?;
                     step = step.saturating_mul(2).min(64 << 20);
                 }
-                let mut tail = VecTail::new(&mut out);
+                let mut tail = OutputTail::new(&mut out);
                 let mut output = OutBuffer::around(&mut tail);
                 let r = self.dctx.decompress_stream(&mut output, &mut input);
                 self.finish_op(r)? == 0
@@ -393,42 +398,6 @@ pub fn frame_content_size(src: &[u8]) -> Result<ContentSize> {
 /// Whether `src` is exactly one complete frame (and so its header's size is the whole output).
 pub fn is_single_frame(src: &[u8]) -> bool {
     matches!(zstd_safe::find_frame_compressed_size(src), Ok(n) if n == src.len())
-}
-
-/// The spare capacity of a vector, as the destination zstd writes into: whatever zstd writes
-/// is appended after the vector's current contents.
-struct VecTail<'a> {
-    vec: &'a mut Vec<u8>,
-    start: usize,
-}
-
-impl<'a> VecTail<'a> {
-    fn new(vec: &'a mut Vec<u8>) -> Self {
-        let start = vec.len();
-        VecTail { vec, start }
-    }
-}
-
-// SAFETY: `capacity` and `as_mut_ptr` describe the vector's spare capacity exactly, and
-// `filled_until(n)` is only called by zstd-safe after zstd wrote `n` bytes there.
-unsafe impl WriteBuf for VecTail<'_> {
-    fn as_slice(&self) -> &[u8] {
-        &self.vec[self.start..]
-    }
-
-    fn capacity(&self) -> usize {
-        self.vec.capacity() - self.start
-    }
-
-    fn as_mut_ptr(&mut self) -> *mut u8 {
-        // SAFETY: start <= len <= capacity, so the pointer stays inside the allocation.
-        unsafe { self.vec.as_mut_ptr().add(self.start) }
-    }
-
-    unsafe fn filled_until(&mut self, n: usize) {
-        // SAFETY: the caller guarantees that n bytes after `start` are initialized.
-        unsafe { self.vec.set_len(self.start + n) }
-    }
 }
 
 /// Memory zstd writes into that need not be initialized first.

@@ -1,6 +1,6 @@
 //! zstdpool: pooled zstd contexts for compressing Arrow data often and in small pieces.
 //!
-//! The core (`context`, `pool`, `codec`, `ipc`) does not touch Python and is tested with
+//! The core (`context`, `pool`, `codec`, `output`, `ipc`) does not touch Python and is tested with
 //! `cargo test`; `python` holds the bindings, built only with the `python` feature.
 
 pub mod alloc;
@@ -8,6 +8,7 @@ pub mod codec;
 pub mod context;
 pub mod error;
 pub mod ipc;
+pub mod output;
 pub mod pages;
 pub mod parallel;
 pub mod pool;

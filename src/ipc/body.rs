@@ -8,10 +8,11 @@ use std::sync::Mutex;
 use arrow_buffer::Buffer;
 use arrow_ipc::CompressionType;
 
-use super::{padding, ALIGNMENT};
+use super::{pad, ALIGNMENT};
 use crate::codec::{lz4_compress_append, lz4_decompress_exact};
 use crate::context::{frame_content_size, CompressParams, Compressor, ContentSize, Decompressor};
 use crate::error::{Error, Result};
+use crate::output::Output;
 use crate::pages::advise_huge_pages;
 use crate::parallel::{for_each_parallel, resolve_threads};
 use crate::pool::{ContextPool, Lease};
@@ -54,33 +55,30 @@ fn encode_buffer(
     src: &[u8],
     compression: Compression,
     compressor: Option<&mut Compressor>,
-    out: &mut Vec<u8>,
+    out: &mut dyn Output,
 ) -> Result<()> {
     if src.is_empty() {
         return Ok(());
     }
     let start = out.len();
     let frame_len = match (compression, compressor) {
-        (Compression::None, _) => {
-            out.extend_from_slice(src);
-            return Ok(());
-        }
+        (Compression::None, _) => return out.extend_from_slice(src),
         (Compression::Zstd(_), Some(c)) => {
-            out.extend_from_slice(&(src.len() as i64).to_le_bytes());
+            out.extend_from_slice(&(src.len() as i64).to_le_bytes())?;
             c.compress_append(src, out)?
         }
         (Compression::Zstd(_), None) => {
             return Err(Error::Compress("no compressor for a zstd body".into()))
         }
         (Compression::Lz4, _) => {
-            out.extend_from_slice(&(src.len() as i64).to_le_bytes());
+            out.extend_from_slice(&(src.len() as i64).to_le_bytes())?;
             lz4_compress_append(src, out)?
         }
     };
     if frame_len >= src.len() {
         out.truncate(start);
-        out.extend_from_slice(&UNCOMPRESSED.to_le_bytes());
-        out.extend_from_slice(src);
+        out.extend_from_slice(&UNCOMPRESSED.to_le_bytes())?;
+        out.extend_from_slice(src)?;
     }
     Ok(())
 }
@@ -97,7 +95,7 @@ pub fn compress_buffers(
     primary: Option<&mut Lease<Compressor>>,
     pool: &ContextPool,
     threads: Option<usize>,
-    out: &mut Vec<u8>,
+    out: &mut dyn Output,
 ) -> Result<Vec<(usize, usize)>> {
     let total: usize = buffers.iter().map(|b| b.len()).sum();
     let nonempty = buffers.iter().filter(|b| !b.is_empty()).count();
@@ -118,7 +116,7 @@ pub fn compress_buffers(
                 out,
             )?;
             spans.push((start - base, out.len() - start));
-            out.resize(out.len() + padding(out.len()), 0);
+            pad(out)?;
         }
         return Ok(spans);
     }
@@ -150,11 +148,11 @@ pub fn compress_buffers(
     // Each frame is freed as soon as it is copied, so frames and output together stay near
     // the compressed size.
     for piece in encoded {
-        grow_for(out, piece.len() + ALIGNMENT)?;
+        out.grow_for(piece.len() + ALIGNMENT)?;
         let start = out.len();
-        out.extend_from_slice(&piece);
+        out.extend_from_slice(&piece)?;
         spans.push((start - base, piece.len()));
-        out.resize(out.len() + padding(out.len()), 0);
+        pad(out)?;
     }
     Ok(spans)
 }
@@ -200,16 +198,6 @@ fn shrink_with(
             Vec::from_raw_parts(shrunk, len, len)
         }
     }
-}
-
-/// Makes room for `additional` bytes, growing by at least an eighth of the length so that
-/// appending stays cheap while the spare capacity stays small (a doubling vector could hold
-/// as much unused memory as it holds data).
-pub fn grow_for(out: &mut Vec<u8>, additional: usize) -> Result<()> {
-    if out.capacity() - out.len() < additional {
-        out.try_reserve_exact(additional.max(out.len() / 8))?;
-    }
-    Ok(())
 }
 
 /// Limits on what a reader allocates for data it has not seen yet.
@@ -532,17 +520,6 @@ mod tests {
             (&b"compressed"[..], 1000)
         );
         assert_eq!(exact_or_as_is(Vec::with_capacity(64)).capacity(), 0);
-    }
-
-    #[test]
-    fn growth_keeps_spare_capacity_small() {
-        let mut out = Vec::new();
-        for _ in 0..1000 {
-            grow_for(&mut out, 1000).unwrap();
-            out.extend_from_slice(&[1u8; 1000]);
-            // Never more than an eighth of the data (or one request) unused.
-            assert!(out.capacity() - out.len() <= (out.len() / 8).max(1000));
-        }
     }
 
     #[test]

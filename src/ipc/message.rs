@@ -6,22 +6,23 @@ use arrow_ipc::{
 };
 use flatbuffers::FlatBufferBuilder;
 
-use super::{pad_vec, padding};
+use super::{pad, padding};
 use crate::error::{Error, Result};
+use crate::output::Output;
 
 const CONTINUATION: [u8; 4] = [0xff; 4];
 
 /// Appends one framed message (continuation marker, length, metadata, padding, body) to `out`.
 /// Returns the framed header length (what a file footer's Block calls metaDataLength).
-pub fn frame(meta: &[u8], body: &[u8], out: &mut Vec<u8>) -> usize {
+pub fn frame(meta: &[u8], body: &[u8], out: &mut dyn Output) -> Result<usize> {
     let padded = meta.len() + padding(meta.len());
-    out.reserve(8 + padded + body.len());
-    out.extend_from_slice(&CONTINUATION);
-    out.extend_from_slice(&(padded as i32).to_le_bytes());
-    out.extend_from_slice(meta);
-    pad_vec(out);
-    out.extend_from_slice(body);
-    8 + padded
+    out.grow_for(8 + padded + body.len())?;
+    out.extend_from_slice(&CONTINUATION)?;
+    out.extend_from_slice(&(padded as i32).to_le_bytes())?;
+    out.extend_from_slice(meta)?;
+    pad(out)?;
+    out.extend_from_slice(body)?;
+    Ok(8 + padded)
 }
 
 /// The framed length of a header whose metadata is `meta_len` bytes.
@@ -42,9 +43,9 @@ pub fn fill_header(meta: &[u8], slot: &mut [u8]) {
 }
 
 /// The end-of-stream marker.
-pub fn end_of_stream(out: &mut Vec<u8>) {
-    out.extend_from_slice(&CONTINUATION);
-    out.extend_from_slice(&0i32.to_le_bytes());
+pub fn end_of_stream(out: &mut dyn Output) -> Result<()> {
+    out.extend_from_slice(&CONTINUATION)?;
+    out.extend_from_slice(&0i32.to_le_bytes())
 }
 
 /// Parses a message header, verifying the flatbuffer first (it may come from anywhere).

@@ -3,13 +3,16 @@
 //! buffer is compressed (or decompressed) with a pooled context, and the writer and reader
 //! control threads and output sizes themselves.
 
+use crate::error::Result;
+use crate::output::Output;
+
 mod body;
 pub mod inspect;
 mod message;
 pub mod reader;
 pub mod writer;
 
-pub use body::{grow_for, Compression};
+pub use body::Compression;
 pub use reader::{FileReader, ReadLimits, StreamReader};
 pub use writer::{IpcFormat, IpcWriter, WriterOptions};
 
@@ -23,6 +26,7 @@ pub(crate) fn padding(len: usize) -> usize {
     (ALIGNMENT - len % ALIGNMENT) % ALIGNMENT
 }
 
-pub(crate) fn pad_vec(out: &mut Vec<u8>) {
-    out.resize(out.len() + padding(out.len()), 0);
+/// Pads `out` with zeros to the next 8-byte boundary.
+pub(crate) fn pad(out: &mut dyn Output) -> Result<()> {
+    out.extend_zeros(padding(out.len()))
 }

@@ -14,9 +14,9 @@ use arrow_ipc::{Block, FooterBuilder, Message, MessageHeader, MetadataVersion};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 use flatbuffers::FlatBufferBuilder;
 
-use super::body::{compress_buffers, grow_for, Compression};
+use super::body::{compress_buffers, Compression};
 use super::message::{self, batch_header, buffer_spans};
-use super::{pad_vec, ALIGNMENT, ARROW_MAGIC};
+use super::{pad, ALIGNMENT, ARROW_MAGIC};
 
 /// Bodies of at least this many uncompressed bytes are compressed straight into the output.
 const DIRECT_BODY_MIN: usize = 1 << 20;
@@ -26,6 +26,7 @@ const DIRECT_BODY_MIN: usize = 1 << 20;
 const HEADER_SLACK: usize = 64;
 use crate::context::Compressor;
 use crate::error::{catch_panics, Error, Result};
+use crate::output::Output;
 use crate::pool::{ContextPool, Lease};
 
 /// The two IPC layouts.
@@ -115,13 +116,14 @@ impl IpcWriter {
     }
 
     /// Appends the file magic (file format) and the schema message.
-    fn write_header(&mut self, schema_message: &[u8], out: &mut Vec<u8>) {
+    fn write_header(&mut self, schema_message: &[u8], out: &mut dyn Output) -> Result<()> {
         if self.options.format == IpcFormat::File {
-            out.extend_from_slice(ARROW_MAGIC);
-            pad_vec(out);
+            out.extend_from_slice(ARROW_MAGIC)?;
+            pad(out)?;
         }
-        message::frame(schema_message, &[], out);
+        message::frame(schema_message, &[], out)?;
         self.header_written = true;
+        Ok(())
     }
 
     pub fn schema(&self) -> &SchemaRef {
@@ -155,7 +157,7 @@ impl IpcWriter {
     }
 
     /// Appends `batch` (its dictionaries first) to `out`.
-    pub fn write(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
+    pub fn write(&mut self, batch: &RecordBatch, out: &mut dyn Output) -> Result<()> {
         self.check_open()?;
         check_schema(&self.schema, batch.schema_ref())?;
         // The body does not depend on names or metadata, so a batch whose fields match is
@@ -168,7 +170,7 @@ impl IpcWriter {
         result
     }
 
-    fn encode(&mut self, batch: &RecordBatch, out: &mut Vec<u8>) -> Result<()> {
+    fn encode(&mut self, batch: &RecordBatch, out: &mut dyn Output) -> Result<()> {
         // The encoder records dictionaries as sent when it encodes them; if anything below
         // fails, the output no longer matches that record.
         let encoded = catch_panics("encoding a batch", || Ok(self.encoder.encode(batch)?));
@@ -182,10 +184,10 @@ impl IpcWriter {
         let mut blocks = Vec::new();
         let start = out.len();
         let header_before = self.header_written;
-        // Room for a small batch's messages at once; large ones grow as they compress.
-        out.reserve(segments.len.min(64 << 10) + 256);
         let mut pos = 0;
         let result = (|| {
+            // Room for a small batch's messages at once; large ones grow as they compress.
+            out.grow_for(segments.len.min(64 << 10) + 256)?;
             while let Some((meta, body_start)) = segments.next_message(pos)? {
                 // SAFETY: arrow-ipc's encoder wrote this flatbuffer a moment ago; it is not input.
                 let msg = unsafe { arrow_ipc::root_as_message_unchecked(&meta) };
@@ -196,7 +198,7 @@ impl IpcWriter {
                 if msg.header_type() == MessageHeader::Schema {
                     // The encoder sends the schema before its first batch.
                     if !self.header_written {
-                        self.write_header(&meta, out);
+                        self.write_header(&meta, out)?;
                     }
                     continue;
                 }
@@ -252,7 +254,7 @@ impl IpcWriter {
     fn compress_into(
         &mut self,
         buffers: &[&[u8]],
-        out: &mut Vec<u8>,
+        out: &mut dyn Output,
     ) -> Result<Vec<(usize, usize)>> {
         compress_buffers(
             buffers,
@@ -269,7 +271,7 @@ impl IpcWriter {
         &mut self,
         msg: &Message<'_>,
         buffers: &[&[u8]],
-        out: &mut Vec<u8>,
+        out: &mut dyn Output,
     ) -> Result<(usize, usize)> {
         let codec = self.options.compression.wire_codec();
         let uncompressed: usize = buffers.iter().map(|b| b.len()).sum();
@@ -278,7 +280,7 @@ impl IpcWriter {
             let mut body = Vec::new();
             let spans = self.compress_into(buffers, &mut body)?;
             let meta = message::rebuild(msg, &spans, body.len(), codec)?;
-            return Ok((message::frame(&meta, &body, out), body.len()));
+            return Ok((message::frame(&meta, &body, out)?, body.len()));
         }
         // Large: compress straight into `out` after a gap for the header, so the compressed
         // body is never held twice. The header's size does not depend on the offsets it
@@ -295,31 +297,43 @@ impl IpcWriter {
         let estimate = message::rebuild(msg, &layout, at, codec)?.len();
         let mut gap = message::header_len(estimate) + HEADER_SLACK;
         let message_start = out.len();
-        grow_for(out, gap)?;
-        out.resize(message_start + gap, 0);
+        out.grow_for(gap)?;
+        out.extend_zeros(gap)?;
         let spans = self.compress_into(buffers, out)?;
         let body_len = out.len() - message_start - gap;
         let meta = message::rebuild(msg, &spans, body_len, codec)?;
         let needed = message::header_len(meta.len());
         if needed > gap {
             // Not expected (the estimate has slack); make room by moving the body.
-            let at = message_start + gap;
-            out.splice(at..at, std::iter::repeat_n(0, needed - gap));
+            out.insert_zeros(message_start + gap, needed - gap)?;
             gap = needed;
         }
-        message::fill_header(&meta, &mut out[message_start..message_start + gap]);
+        message::fill_header(
+            &meta,
+            &mut out.as_mut_slice()[message_start..message_start + gap],
+        );
         Ok((gap, body_len))
     }
 
     /// Appends the end-of-stream marker (and for files the footer) to `out`, and gives the
     /// compression context back. Idempotent.
-    pub fn finish(&mut self, out: &mut Vec<u8>) -> Result<()> {
+    pub fn finish(&mut self, out: &mut dyn Output) -> Result<()> {
         if self.finished {
             return Ok(());
         }
         self.finished = true;
         self.compressor = None;
         let start = out.len();
+        let result = self.write_tail(out);
+        match result {
+            Ok(()) => self.written += out.len() - start,
+            Err(_) => out.truncate(start),
+        }
+        result
+    }
+
+    /// The header if no batch wrote it, the end-of-stream marker and a file's footer.
+    fn write_tail(&mut self, out: &mut dyn Output) -> Result<()> {
         if !self.header_written {
             let schema_message = IpcDataGenerator::default()
                 .schema_to_bytes_with_dictionary_tracker(
@@ -328,16 +342,15 @@ impl IpcWriter {
                     &IpcWriteOptions::default(),
                 )
                 .ipc_message;
-            self.write_header(&schema_message, out);
+            self.write_header(&schema_message, out)?;
         }
-        message::end_of_stream(out);
+        message::end_of_stream(out)?;
         if self.options.format == IpcFormat::File {
             let footer = self.footer();
-            out.extend_from_slice(&footer);
-            out.extend_from_slice(&(footer.len() as i32).to_le_bytes());
-            out.extend_from_slice(ARROW_MAGIC);
+            out.extend_from_slice(&footer)?;
+            out.extend_from_slice(&(footer.len() as i32).to_le_bytes())?;
+            out.extend_from_slice(ARROW_MAGIC)?;
         }
-        self.written += out.len() - start;
         Ok(())
     }
 
