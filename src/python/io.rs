@@ -13,9 +13,10 @@ use pyo3::exceptions::{PyOSError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 
-use super::buffer::type_name;
+use super::buffer::{type_name, BytesOutput};
 use crate::error::{Error, Result};
 use crate::ipc::reader::{BytesSource, RandomSource, ReaderSource, Source};
+use crate::output::Output;
 
 /// What a path argument may be: str or os.PathLike.
 fn as_path(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
@@ -119,10 +120,14 @@ impl Drop for TempFile {
 /// The most one `write` call on a Python sink receives: each call gets a new bytes object.
 const PYTHON_WRITE_CHUNK: usize = 1 << 20;
 
+/// What a bytes output starts with: a small write's whole output, so that it never takes the
+/// GIL to grow (output is shrunk to its length at the end).
+const MEMORY_START: usize = 64 << 10;
+
 /// Where a writer's bytes go.
 pub enum Sink {
-    /// Collected in memory and returned as bytes.
-    Memory(Vec<u8>),
+    /// Built in a bytes object, returned at the end.
+    Memory(BytesOutput),
     /// A file this writer created (see [`TempFile`]).
     Path(TempFile),
     /// A Python object with `write`.
@@ -131,9 +136,9 @@ pub enum Sink {
 
 impl Sink {
     /// A sink for `obj`: None (bytes), a path, or a binary file object.
-    pub fn open(obj: Option<&Bound<'_, PyAny>>) -> PyResult<Sink> {
+    pub fn open(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Sink> {
         let Some(obj) = obj.filter(|o| !o.is_none()) else {
-            return Ok(Sink::Memory(Vec::new()));
+            return Ok(Sink::Memory(BytesOutput::with_capacity(py, MEMORY_START)?));
         };
         if let Some(target) = as_path(obj)? {
             return Ok(Sink::Path(TempFile::create(target)?));
@@ -163,8 +168,8 @@ impl Sink {
         )))
     }
 
-    /// Whether bytes go to memory (then the writer encodes straight into the sink's vector).
-    pub fn memory(&mut self) -> Option<&mut Vec<u8>> {
+    /// Whether bytes go to memory (then the writer encodes straight into the sink's bytes).
+    pub fn memory(&mut self) -> Option<&mut BytesOutput> {
         match self {
             Sink::Memory(v) => Some(v),
             _ => None,
@@ -181,9 +186,8 @@ impl Sink {
                 // Exact: what arrives here is the last few bytes (end-of-stream marker, footer)
                 // of an output that is otherwise encoded in place, and an amortized reserve
                 // would double the whole output's allocation for them.
-                v.try_reserve_exact(bytes.len()).map_err(Error::from)?;
-                v.extend_from_slice(bytes);
-                Ok(())
+                v.try_reserve_exact(bytes.len())?;
+                Ok(v.extend_from_slice(bytes)?)
             }
             Sink::Path(t) => {
                 let file = &mut t.file;
@@ -211,11 +215,14 @@ impl Sink {
         }
     }
 
-    /// Completes the output: renames a path sink's file into place. Returns the collected
-    /// bytes for a memory sink.
-    pub fn commit(&mut self, py: Python<'_>) -> PyResult<Option<Vec<u8>>> {
+    /// Completes the output: renames a path sink's file into place. Returns the bytes for a
+    /// memory sink (once: the sink is empty after).
+    pub fn commit<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
         match self {
-            Sink::Memory(v) => Ok(Some(std::mem::take(v))),
+            Sink::Memory(v) => {
+                let done = std::mem::replace(v, BytesOutput::with_capacity(py, 0)?);
+                done.finish(py).map(Some)
+            }
             Sink::Path(t) => t.commit(py).map(|()| None),
             Sink::Python(_) => Ok(None),
         }

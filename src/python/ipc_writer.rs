@@ -11,7 +11,7 @@ use pyo3_arrow::input::AnyRecordBatch;
 use pyo3_arrow::PySchema;
 
 use super::args::{level_arg, threads_arg};
-use super::buffer::{new_bytes, type_name};
+use super::buffer::type_name;
 use super::held::Held;
 use super::io::Sink;
 use super::pool::{pool_or_default, PyContextPool};
@@ -174,13 +174,14 @@ struct Open {
 impl Open {
     /// Makes the writer, then opens the sink: a bad option or schema leaves no file behind.
     fn new(
+        py: Python<'_>,
         sink: Option<&Bound<'_, PyAny>>,
         schema: SchemaRef,
         options: WriterOptions,
         pool: &ContextPool,
     ) -> PyResult<Open> {
         let writer = IpcWriter::try_new(schema, options, pool)?;
-        let sink = Sink::open(sink)?;
+        let sink = Sink::open(py, sink)?;
         Ok(Open {
             writer,
             sink,
@@ -211,7 +212,7 @@ impl Open {
         result
     }
 
-    fn finish(&mut self, py: Python<'_>) -> PyResult<Option<Vec<u8>>> {
+    fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let mut tail = Vec::new();
         let result = (|| {
             self.writer.finish(&mut tail)?;
@@ -259,7 +260,7 @@ impl PyIpcWriter {
         pool: &ContextPool,
     ) -> PyResult<Self> {
         let (format, compression) = (options.format, options.compression);
-        let open = Open::new(Some(sink), schema.clone(), options, pool)?;
+        let open = Open::new(sink.py(), Some(sink), schema.clone(), options, pool)?;
         Ok(PyIpcWriter {
             open: Held::new(open, "IPC writer"),
             schema,
@@ -510,7 +511,7 @@ fn write_all<'py>(
     pool: &ContextPool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let input = to_input(data)?;
-    let mut open = Open::new(sink, input.schema(), options, pool)?;
+    let mut open = Open::new(py, sink, input.schema(), options, pool)?;
     let written = for_each_batch(py, input, |batch| match open.write_batch(py, &batch) {
         Ok(()) => Ok(()),
         Err(Failure::Encode(e) | Failure::Sink(e)) => Err(e),
@@ -519,8 +520,7 @@ fn write_all<'py>(
         open.abandon();
         return Err(e);
     }
-    let bytes = open.finish(py)?;
-    bytes.map(|bytes| new_bytes(py, &bytes)).transpose()
+    open.finish(py)
 }
 
 /// Writes `data` (a table, batch, reader, DataFrame or Arrow PyCapsule object) as one Arrow
