@@ -1528,6 +1528,46 @@ def test_threads_give_equal_tables():
     assert ipc.read_file(file, threads=2).equals(ipc.read_file(file, threads=1))
 
 
+def _large_batch_with(bad: str) -> pa.RecordBatch:
+    """A batch of 2 MiB of valid columns and one string column that is invalid as `bad` says
+    (pyarrow writes it without validating)."""
+    n = 200_000
+    rng = np.random.default_rng(3)
+    offsets = np.arange(n + 1, dtype=np.int32) * 4
+    data = bytearray(rng.integers(97, 123, 4 * n, dtype=np.uint8).tobytes())
+    if bad == "utf8":
+        data[4 * (n // 2)] = 0xFF
+    elif bad == "offsets":
+        offsets[n // 2] = offsets[n // 2 + 1] + 1  # decreasing in the middle
+    strings = pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(bytes(data)))
+    return pa.record_batch(
+        {
+            "i": pa.array(np.arange(n, dtype=np.int64)),
+            "f": pa.array(rng.random(n)),
+            "s": strings,
+        }
+    )
+
+
+@pytest.mark.parametrize("bad", ["utf8", "offsets"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("fmt", ["stream", "file"])
+def test_invalid_values_in_a_large_batch_are_refused_whatever_the_threads(bad, threads, fmt):
+    # Large batches are validated column by column on several threads (small ones by
+    # arrow-ipc as it decodes): both must refuse what a full validation refuses.
+    batch = _large_batch_with(bad)
+    assert batch.nbytes > 2 << 20
+    data = write_pyarrow([batch], fmt=fmt, compression="zstd")
+    read = ipc.read_stream if fmt == "stream" else ipc.read_file
+    with pytest.raises(zstdpool.IpcError, match="(?i)utf-8|utf8|offset"):
+        read(data, threads=threads)
+    assert leased() == 0
+    good = _large_batch_with("none")
+    assert read(write_pyarrow([good], fmt=fmt, compression="zstd"), threads=threads).equals(
+        pa.Table.from_batches([good])
+    )
+
+
 def test_sixteen_threads_read_shared_bytes():
     batches = compressible_table(60_000).to_batches(max_chunksize=20_000)
     stream = write_zstdpool(batches, compression="zstd")

@@ -10,6 +10,7 @@ mod body;
 pub mod inspect;
 mod message;
 pub mod reader;
+mod validate;
 pub mod writer;
 
 pub use body::Compression;
