@@ -215,6 +215,14 @@ impl Sink {
         }
     }
 
+    /// As [`Sink::write`], called without the GIL: a Python sink takes it for its `write`.
+    pub fn write_detached(&mut self, bytes: &[u8]) -> PyResult<()> {
+        match self {
+            Sink::Path(t) => Ok(t.file.write_all(bytes)?),
+            Sink::Memory(_) | Sink::Python(_) => Python::attach(|py| self.write(py, bytes)),
+        }
+    }
+
     /// Completes the output: renames a path sink's file into place. Returns the bytes for a
     /// memory sink (once: the sink is empty after).
     pub fn commit<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {

@@ -137,24 +137,26 @@ fn import_failed() -> PyErr {
     .into()
 }
 
-/// Calls `each` for every batch of `input`; reading a stream's next batch runs without the GIL.
-fn for_each_batch(
-    py: Python<'_>,
-    input: Input,
-    mut each: impl FnMut(RecordBatch) -> PyResult<()>,
-) -> PyResult<()> {
-    match input {
-        Input::Batch(b) => each(b),
+/// Writes every batch of `input`, releasing the GIL once for all of them: reading the next
+/// batch, encoding and compressing run without it, and only a Python sink's `write` (or a
+/// bytes output's growth) takes it back. Released around each step instead, a thread hands
+/// the GIL to another and then waits for it at every step: two threads writing 4096-row
+/// tables got 1.3x one thread's throughput instead of 1.8x.
+fn write_input(py: Python<'_>, open: &mut Open, input: Input) -> Result<(), Failure> {
+    py.detach(|| match input {
+        Input::Batch(b) => open.write_batch(&b),
         Input::Stream(mut reader) => loop {
-            let next = py.detach(|| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()))
-            });
-            match next.map_err(|_| import_failed())? {
+            let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()))
+                .map_err(|_| Failure::Encode(import_failed()))?;
+            match next {
                 None => return Ok(()),
-                Some(batch) => each(batch.map_err(Error::from)?)?,
+                Some(batch) => {
+                    let batch = batch.map_err(|e| Failure::Encode(Error::from(e).into()))?;
+                    open.write_batch(&batch)?;
+                }
             }
         },
-    }
+    })
 }
 
 /// Why a write failed: the batch (nothing was written; the writer goes on) or the sink
@@ -190,21 +192,23 @@ impl Open {
     }
 
     /// Encodes and writes one batch; the whole batch reaches the sink or none of it does.
-    fn write_batch(&mut self, py: Python<'_>, batch: &RecordBatch) -> Result<(), Failure> {
+    /// Runs without the GIL.
+    fn write_batch(&mut self, batch: &RecordBatch) -> Result<(), Failure> {
         let Open {
             writer,
             sink,
             scratch,
         } = self;
         if let Some(out) = sink.memory() {
-            return py
-                .detach(|| writer.write(batch, out))
+            return writer
+                .write(batch, out)
                 .map_err(|e| Failure::Encode(e.into()));
         }
         scratch.clear();
-        py.detach(|| writer.write(batch, scratch))
+        writer
+            .write(batch, scratch)
             .map_err(|e| Failure::Encode(e.into()))?;
-        let result = sink.write(py, scratch).map_err(Failure::Sink);
+        let result = sink.write_detached(scratch).map_err(Failure::Sink);
         // Keep at most a modest scratch between writes: a large batch's output is not held.
         if scratch.capacity() > 4 << 20 {
             *scratch = Vec::new();
@@ -276,20 +280,16 @@ impl PyIpcWriter {
     fn write_data(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         let input = to_input(data)?;
         let mut open = self.open.take()?;
-        let mut sink_failed = None;
-        let result = for_each_batch(py, input, |batch| match open.write_batch(py, &batch) {
+        let result = write_input(py, &mut open, input);
+        self.record(&open.writer);
+        match result {
             Ok(()) => Ok(()),
             Err(Failure::Encode(e)) => Err(e),
             Err(Failure::Sink(e)) => {
-                sink_failed = Some(());
+                open.retire().abandon();
                 Err(e)
             }
-        });
-        self.record(&open.writer);
-        if sink_failed.is_some() {
-            open.retire().abandon();
         }
-        result
     }
 }
 
@@ -512,11 +512,7 @@ fn write_all<'py>(
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let input = to_input(data)?;
     let mut open = Open::new(py, sink, input.schema(), options, pool)?;
-    let written = for_each_batch(py, input, |batch| match open.write_batch(py, &batch) {
-        Ok(()) => Ok(()),
-        Err(Failure::Encode(e) | Failure::Sink(e)) => Err(e),
-    });
-    if let Err(e) = written {
+    if let Err(Failure::Encode(e) | Failure::Sink(e)) = write_input(py, &mut open, input) {
         open.abandon();
         return Err(e);
     }
