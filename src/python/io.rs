@@ -140,10 +140,15 @@ impl Sink {
         let Some(obj) = obj.filter(|o| !o.is_none()) else {
             return Ok(Sink::Memory(BytesOutput::with_capacity(py, MEMORY_START)?));
         };
-        if let Some(target) = as_path(obj)? {
-            return Ok(Sink::Path(TempFile::create(target)?));
+        // File objects first: asking one for `__fspath__` raises (and formats) an
+        // AttributeError inside hasattr, a tenth of opening a writer.
+        let file_object = !obj.is_instance_of::<PyString>() && obj.hasattr("write")?;
+        if !file_object {
+            if let Some(target) = as_path(obj)? {
+                return Ok(Sink::Path(TempFile::create(target)?));
+            }
         }
-        if obj.hasattr("write")? {
+        if file_object {
             if let Ok(closed) = obj.getattr("closed") {
                 if closed.is_truthy()? {
                     return Err(PyErr::from(Error::Io(std::io::Error::other(
