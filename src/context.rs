@@ -142,7 +142,8 @@ impl Compressor {
     }
 
     /// Compresses `src` as one frame appended to `out`; returns the frame's length.
-    /// `out` grows by compressBound(src) at most and ends exactly at the frame.
+    /// `out` grows by compressBound(src), or an eighth of its length if that is more, and
+    /// ends exactly at the frame.
     pub fn compress_append<O: Output + ?Sized>(
         &mut self,
         src: &[u8],

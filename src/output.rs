@@ -15,7 +15,8 @@ pub trait Output {
     fn capacity(&self) -> usize;
 
     /// Grows the capacity to at least `len() + additional`, no more than that where the
-    /// storage allows. On error nothing changed.
+    /// storage allows. On error nothing changed, except in the bindings' bytes output, whose
+    /// contents CPython frees when growing it fails (its write fails whole anyway).
     fn try_reserve_exact(&mut self, additional: usize) -> Result<()>;
 
     /// The start of the storage: `len()` written bytes, then `capacity() - len()` spare ones.

@@ -809,6 +809,26 @@ def test_path_sinks(tmp_path):
             assert pa_read(fmt, str(path)).num_rows == 2 * INPUT_TABLE.num_rows
 
 
+def test_path_objects_with_a_write_method_are_paths(tmp_path):
+    class LocalPath:
+        """Like py.path.local (pytest's tmpdir): os.PathLike, with a text write() of its own."""
+
+        def __init__(self, path):
+            self.path = path
+
+        def __fspath__(self):
+            return str(self.path)
+
+        def write(self, data, mode="w"):
+            raise AssertionError("a path was written through its write() method")
+
+    path = tmp_path / "out.arrow"
+    for fmt in FORMATS:
+        assert write_one(fmt, INPUT_TABLE, LocalPath(path)) is None
+        assert_tables_equal(pa_read(fmt, str(path)), INPUT_TABLE)
+        assert leftovers(tmp_path) == ["out.arrow"]
+
+
 def test_bytesio_and_open_files(tmp_path):
     for fmt in FORMATS:
         sink = io.BytesIO(b"prefix")

@@ -64,7 +64,8 @@ impl Default for WriterOptions {
 }
 
 /// Writes Arrow IPC into byte vectors that the caller passes on to its sink. Each call
-/// appends whole messages or nothing: on error the vector is as it was.
+/// appends whole messages or nothing: on error the output is as it was (unless growing it
+/// failed and lost it, see [`Output::try_reserve_exact`]).
 pub struct IpcWriter {
     schema: SchemaRef,
     options: WriterOptions,

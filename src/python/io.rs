@@ -11,9 +11,11 @@ use arrow_buffer::Buffer;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyOSError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyString, PyType};
 
-use super::buffer::{type_name, BytesOutput};
+use super::buffer::type_name;
+use super::bytes_output::MemoryOutput;
 use crate::error::{Error, Result};
 use crate::ipc::reader::{BytesSource, RandomSource, ReaderSource, Source};
 use crate::output::Output;
@@ -32,6 +34,20 @@ fn as_path(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
         return Ok(Some(p.extract::<PathBuf>()?));
     }
     Ok(None)
+}
+
+/// Whether `obj` is an instance of `io.IOBase` (what `open` and `io.BytesIO` return).
+fn is_io_object(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    static IO_BASE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let py = obj.py();
+    let base = IO_BASE.get_or_try_init(py, || -> PyResult<_> {
+        Ok(py
+            .import("io")?
+            .getattr("IOBase")?
+            .cast_into::<PyType>()?
+            .unbind())
+    })?;
+    obj.is_instance(base.bind(py))
 }
 
 /// A file written under a temporary name beside its target and renamed over the target on
@@ -127,7 +143,7 @@ const MEMORY_START: usize = 64 << 10;
 /// Where a writer's bytes go.
 pub enum Sink {
     /// Built in a bytes object, returned at the end.
-    Memory(BytesOutput),
+    Memory(MemoryOutput),
     /// A file this writer created (see [`TempFile`]).
     Path(TempFile),
     /// A Python object with `write`.
@@ -138,17 +154,18 @@ impl Sink {
     /// A sink for `obj`: None (bytes), a path, or a binary file object.
     pub fn open(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Sink> {
         let Some(obj) = obj.filter(|o| !o.is_none()) else {
-            return Ok(Sink::Memory(BytesOutput::with_capacity(py, MEMORY_START)?));
+            return Ok(Sink::Memory(MemoryOutput::with_capacity(py, MEMORY_START)?));
         };
-        // File objects first: asking one for `__fspath__` raises (and formats) an
-        // AttributeError inside hasattr, a tenth of opening a writer.
-        let file_object = !obj.is_instance_of::<PyString>() && obj.hasattr("write")?;
-        if !file_object {
+        // io objects (BytesIO, open files) first: asking one for `__fspath__` raises (and
+        // formats) an AttributeError inside hasattr, a fifth of opening a writer. Other
+        // objects are paths first: some path types (py.path.local) have a write() of their own.
+        let io_object = is_io_object(obj)?;
+        if !io_object {
             if let Some(target) = as_path(obj)? {
                 return Ok(Sink::Path(TempFile::create(target)?));
             }
         }
-        if file_object {
+        if io_object || obj.hasattr("write")? {
             if let Ok(closed) = obj.getattr("closed") {
                 if closed.is_truthy()? {
                     return Err(PyErr::from(Error::Io(std::io::Error::other(
@@ -174,7 +191,7 @@ impl Sink {
     }
 
     /// Whether bytes go to memory (then the writer encodes straight into the sink's bytes).
-    pub fn memory(&mut self) -> Option<&mut BytesOutput> {
+    pub fn memory(&mut self) -> Option<&mut MemoryOutput> {
         match self {
             Sink::Memory(v) => Some(v),
             _ => None,
@@ -233,7 +250,7 @@ impl Sink {
     pub fn commit<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
         match self {
             Sink::Memory(v) => {
-                let done = std::mem::replace(v, BytesOutput::with_capacity(py, 0)?);
+                let done = std::mem::replace(v, MemoryOutput::with_capacity(py, 0)?);
                 done.finish(py).map(Some)
             }
             Sink::Path(t) => t.commit(py).map(|()| None),

@@ -142,10 +142,12 @@ fn import_failed() -> PyErr {
 /// bytes output's growth) takes it back. Released around each step instead, a thread hands
 /// the GIL to another and then waits for it at every step: two threads writing 4096-row
 /// tables got 1.3x one thread's throughput instead of 1.8x.
-fn write_input(py: Python<'_>, open: &mut Open, input: Input) -> Result<(), Failure> {
+/// The input is dropped by the caller, with the GIL: a producer's release callback may
+/// expect it.
+fn write_input(py: Python<'_>, open: &mut Open, input: &mut Input) -> Result<(), Failure> {
     py.detach(|| match input {
-        Input::Batch(b) => open.write_batch(&b),
-        Input::Stream(mut reader) => loop {
+        Input::Batch(b) => open.write_batch(b),
+        Input::Stream(reader) => loop {
             let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()))
                 .map_err(|_| Failure::Encode(import_failed()))?;
             match next {
@@ -278,9 +280,9 @@ impl PyIpcWriter {
     /// Writes every batch of `data`; a failure closes the writer (sink errors) or leaves it
     /// usable (a batch that does not fit), never with part of a batch written.
     fn write_data(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        let input = to_input(data)?;
+        let mut input = to_input(data)?;
         let mut open = self.open.take()?;
-        let result = write_input(py, &mut open, input);
+        let result = write_input(py, &mut open, &mut input);
         self.record(&open.writer);
         match result {
             Ok(()) => Ok(()),
@@ -510,9 +512,9 @@ fn write_all<'py>(
     options: WriterOptions,
     pool: &ContextPool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let input = to_input(data)?;
+    let mut input = to_input(data)?;
     let mut open = Open::new(py, sink, input.schema(), options, pool)?;
-    if let Err(Failure::Encode(e) | Failure::Sink(e)) = write_input(py, &mut open, input) {
+    if let Err(Failure::Encode(e) | Failure::Sink(e)) = write_input(py, &mut open, &mut input) {
         open.abandon();
         return Err(e);
     }

@@ -2,6 +2,7 @@
 
 mod args;
 mod buffer;
+mod bytes_output;
 mod codec;
 mod errors;
 mod held;

@@ -1,0 +1,203 @@
+//! Where `write_stream(sink=None)` and `write_file(sink=None)` build their output.
+//!
+//! On CPython outside Windows: in the bytes object that is returned ([`MemoryOutput`] is
+//! `BytesOutput`), so the output never exists twice. On Windows pyo3 may link libpython
+//! without an import library, and `_PyBytes_Resize` (not exported by pyo3-ffi) cannot be
+//! named from here: the output is built in a vector and copied into bytes at the end.
+
+#[cfg(windows)]
+pub use copied::MemoryOutput;
+#[cfg(not(windows))]
+pub use in_place::BytesOutput as MemoryOutput;
+
+#[cfg(not(windows))]
+mod in_place {
+    use std::ffi::c_int;
+
+    use pyo3::exceptions::{PyMemoryError, PyOverflowError};
+    use pyo3::prelude::*;
+    use pyo3::types::PyBytes;
+
+    use crate::output::Output;
+
+    extern "C" {
+        /// CPython's resize of a bytes object that nobody else references (documented in the C
+        /// API; pyo3-ffi does not export it). A realloc: in place for large blocks. On failure the
+        /// object is freed, `*pv` set to NULL and MemoryError raised.
+        fn _PyBytes_Resize(
+            pv: *mut *mut pyo3::ffi::PyObject,
+            newsize: pyo3::ffi::Py_ssize_t,
+        ) -> c_int;
+    }
+
+    /// A bytes object under construction, as an [`Output`]: a writer appends to it without the
+    /// GIL, and it grows with `_PyBytes_Resize`, taking the GIL for that moment. The result is
+    /// built where it ends up: no copy at the end, so the output never exists twice. Nobody else
+    /// sees the object before [`BytesOutput::finish`], which is what makes writing into it and
+    /// resizing it sound. Its memory is Python's (tracemalloc sees it), not `crate::alloc`'s.
+    pub struct BytesOutput {
+        /// An owned reference, never shared: a count of one, or the empty-bytes singleton that
+        /// CPython returns for size 0 (which `_PyBytes_Resize` replaces with a new object rather
+        /// than resizing). Null after a failed resize freed it.
+        obj: *mut pyo3::ffi::PyObject,
+        len: usize,
+        cap: usize,
+    }
+
+    // SAFETY: the object is reachable only through this value, which touches its reference count
+    // and size with the GIL held; its bytes are plain memory that one thread at a time writes.
+    unsafe impl Send for BytesOutput {}
+
+    impl BytesOutput {
+        /// An empty output with room for `capacity` bytes.
+        pub fn with_capacity(py: Python<'_>, capacity: usize) -> PyResult<Self> {
+            let size = pyo3::ffi::Py_ssize_t::try_from(capacity)
+                .map_err(|_| PyOverflowError::new_err("output too large for bytes"))?;
+            // SAFETY: a new bytes object (or NULL with an exception set), referenced only here.
+            let obj = unsafe { pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), size) };
+            if obj.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            Ok(BytesOutput {
+                obj,
+                len: 0,
+                cap: capacity,
+            })
+        }
+
+        /// Resizes the object to `new_cap` bytes, keeping the first `min(len, new_cap)`.
+        fn resize(&mut self, py: Python<'_>, new_cap: usize) -> PyResult<()> {
+            if self.obj.is_null() {
+                return Err(PyMemoryError::new_err(
+                    "the output was lost when an earlier allocation failed",
+                ));
+            }
+            let size = pyo3::ffi::Py_ssize_t::try_from(new_cap)
+                .map_err(|_| PyOverflowError::new_err("output too large for bytes"))?;
+            // SAFETY: `obj` is a bytes object nobody else references (or the empty singleton,
+            // which `_PyBytes_Resize` replaces instead of resizing), as
+            // `_PyBytes_Resize` requires; the GIL is held.
+            let rc = unsafe { _PyBytes_Resize(&mut self.obj, size) };
+            if rc != 0 {
+                self.obj = std::ptr::null_mut();
+                (self.len, self.cap) = (0, 0);
+                return Err(PyErr::fetch(py));
+            }
+            self.cap = new_cap;
+            self.len = self.len.min(new_cap);
+            Ok(())
+        }
+
+        /// The bytes written, as a bytes object of exactly their length. The shrink is a
+        /// shrinking realloc, which glibc does in place; were it to fail, the error says so and
+        /// the output is lost with the object.
+        pub fn finish(mut self, py: Python<'_>) -> PyResult<Bound<'_, PyBytes>> {
+            if self.len != self.cap {
+                self.resize(py, self.len)?;
+            }
+            let obj = std::mem::replace(&mut self.obj, std::ptr::null_mut());
+            self.cap = 0;
+            // SAFETY: an owned reference to a bytes object, handed to the caller.
+            Ok(unsafe { Bound::from_owned_ptr(py, obj).cast_into_unchecked::<PyBytes>() })
+        }
+    }
+
+    impl Output for BytesOutput {
+        fn len(&self) -> usize {
+            self.len
+        }
+
+        fn capacity(&self) -> usize {
+            self.cap
+        }
+
+        fn try_reserve_exact(&mut self, additional: usize) -> crate::Result<()> {
+            let new_cap = self
+                .len
+                .checked_add(additional)
+                .ok_or_else(|| crate::Error::Memory("output size overflows".into()))?;
+            if new_cap <= self.cap {
+                return Ok(());
+            }
+            Python::attach(|py| self.resize(py, new_cap)).map_err(|e| {
+                crate::Error::Memory(format!("growing the output to {new_cap} bytes: {e}"))
+            })
+        }
+
+        fn as_ptr(&self) -> *const u8 {
+            if self.obj.is_null() {
+                return std::ptr::NonNull::dangling().as_ptr();
+            }
+            // SAFETY: a live bytes object; its data pointer is valid for `cap` bytes.
+            unsafe { pyo3::ffi::PyBytes_AS_STRING(self.obj).cast::<u8>() }
+        }
+
+        fn as_mut_ptr(&mut self) -> *mut u8 {
+            self.as_ptr().cast_mut()
+        }
+
+        unsafe fn set_len(&mut self, len: usize) {
+            debug_assert!(len <= self.cap);
+            self.len = len;
+        }
+    }
+
+    impl Drop for BytesOutput {
+        fn drop(&mut self) {
+            if !self.obj.is_null() {
+                let obj = self.obj;
+                // SAFETY: the reference this value owns, released with the GIL held.
+                Python::attach(|_| unsafe { pyo3::ffi::Py_DECREF(obj) });
+            }
+        }
+    }
+}
+
+#[cfg(windows)]
+mod copied {
+    use pyo3::prelude::*;
+    use pyo3::types::PyBytes;
+
+    use crate::output::Output;
+    use crate::python::buffer::new_bytes_filled;
+
+    /// A vector copied into a new bytes object at the end.
+    pub struct MemoryOutput(Vec<u8>);
+
+    impl MemoryOutput {
+        pub fn with_capacity(_py: Python<'_>, capacity: usize) -> PyResult<Self> {
+            Ok(MemoryOutput(Vec::with_capacity(capacity)))
+        }
+
+        pub fn finish(self, py: Python<'_>) -> PyResult<Bound<'_, PyBytes>> {
+            let data = self.0;
+            new_bytes_filled(py, data.len(), |dst, len| {
+                // SAFETY: `dst` is `len` == data.len() writable bytes of a new object.
+                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, len) };
+                Ok(())
+            })
+        }
+    }
+
+    impl Output for MemoryOutput {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn capacity(&self) -> usize {
+            self.0.capacity()
+        }
+        fn try_reserve_exact(&mut self, additional: usize) -> crate::Result<()> {
+            Output::try_reserve_exact(&mut self.0, additional)
+        }
+        fn as_ptr(&self) -> *const u8 {
+            self.0.as_ptr()
+        }
+        fn as_mut_ptr(&mut self) -> *mut u8 {
+            self.0.as_mut_ptr()
+        }
+        unsafe fn set_len(&mut self, len: usize) {
+            // SAFETY: the caller upholds Output::set_len's contract, which is Vec's.
+            unsafe { self.0.set_len(len) }
+        }
+    }
+}
