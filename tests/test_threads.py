@@ -97,3 +97,35 @@ def test_thread_count_does_not_change_bytes_or_tables(compression):
     blob = outputs[1]
     tables = [zi.read_file(blob, threads=t) for t in (None, 1, 2, 8)]
     assert all(t.equals(table) for t in tables)
+
+
+def test_bytes_output_grows_while_other_threads_hold_the_gil():
+    # write_stream(sink=None) grows its bytes object without the GIL, taking it back only for
+    # each resize: writes of many batches (dozens of resizes each) from four threads, while
+    # a fifth runs pure Python (holding the GIL between switch intervals), all finish and
+    # round-trip.
+    rng = np.random.default_rng(7)
+    table = pa.table({"v": rng.integers(0, 1 << 40, 400_000)}).combine_chunks()
+    batches = table.to_batches(max_chunksize=10_000)
+    stop = threading.Event()
+
+    def spin() -> int:
+        n = 0
+        while not stop.is_set():
+            n += sum(range(100))
+        return n
+
+    def write(_: int) -> bytes:
+        return zi.write_stream(pa.RecordBatchReader.from_batches(table.schema, batches))
+
+    with ThreadPoolExecutor(5) as ex:
+        spinner = ex.submit(spin)
+        try:
+            outputs = list(ex.map(write, range(8)))
+        finally:
+            stop.set()
+        assert spinner.result() > 0
+    assert len(set(outputs)) == 1
+    assert len(outputs[0]) > 1 << 20  # well past the 64 KiB the output starts with
+    assert pa.ipc.open_stream(outputs[0]).read_all().equals(table)
+    assert zstdpool.pool_stats()["leased"] == 0
