@@ -2,8 +2,6 @@
 //! another over a Python bytes object, so that the writer builds its result where it ends up
 //! instead of copying it there at the end (which would hold the output twice).
 
-use std::mem::MaybeUninit;
-
 use crate::error::{Error, Result};
 
 /// An append-only byte buffer: written bytes, then spare room that writers fill in place.
@@ -44,13 +42,6 @@ pub trait Output {
         let len = self.len();
         // SAFETY: as in `as_slice`, and `&mut self` makes the access exclusive.
         unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr(), len) }
-    }
-
-    /// The spare room after the written bytes.
-    fn spare_mut(&mut self) -> &mut [MaybeUninit<u8>] {
-        let (len, cap) = (self.len(), self.capacity());
-        // SAFETY: bytes `len..cap` belong to the storage; MaybeUninit needs no initialization.
-        unsafe { std::slice::from_raw_parts_mut(self.as_mut_ptr().add(len).cast(), cap - len) }
     }
 
     /// Drops the bytes after `len` (nothing if `len >= len()`).

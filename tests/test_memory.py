@@ -9,7 +9,6 @@ import gc
 import io
 import os
 import random
-import tracemalloc
 
 import numpy as np
 import pyarrow as pa
@@ -99,28 +98,22 @@ def test_a_write_to_bytes_does_not_double_its_output_at_the_end():
 def test_a_write_to_bytes_builds_its_output_once():
     # write_stream(sink=None) builds its bytes object in place. Built in a Rust vector and
     # copied into bytes at the end, the output existed twice: Rust peak (output plus a frame in
-    # flight) plus Python peak (the copy) came to 2x the output.
+    # flight) plus Python peak (the copy) came to 2x the output. Measured as the memory
+    # table measures it: Rust counter plus tracemalloc.
+    from zstdpool._bench_memory import measure_zstdpool
+
     rng = np.random.default_rng(1)
     table = pa.table(
         {f"c{i}": rng.integers(0, 1 << 20, 250_000, dtype=np.int64) for i in range(16)}
     )
-    zi.write_stream(table, threads=1)  # warm the pool's context
-    gc.collect()
-    tracemalloc.start()
-    try:
-        py_before, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        out, _, rust_peak = measured(lambda: zi.write_stream(table, threads=1))
-        _, py_peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    m = measure_zstdpool(table, threads=1)
+    out = m["output"]
     assert pa.ipc.open_stream(out).read_all().equals(table)
     bound = compress_bound(largest_buffer(table))
     assert len(out) > 4 * bound  # the output is many frames: a second copy would show
-    python = py_peak - py_before
-    assert python >= len(out)  # the bytes object is Python's
+    assert m["python_peak"] >= len(out)  # the bytes object is Python's
     budget = len(out) * 9 // 8 + bound + (1 << 20)
-    assert rust_peak + python <= budget, (rust_peak, python, budget, len(out))
+    assert m["peak"] <= budget, {k: v for k, v in m.items() if k != "output"}
 
 
 def test_writer_to_a_file_object_holds_at_most_the_scratch_cap_between_writes():

@@ -392,17 +392,16 @@ def _measure_zstdpool_once(table: pa.Table, threads: int | None) -> dict[str, An
         tracemalloc.reset_peak()
         zstdpool.reset_peak_memory()
         out = zstdpool.ipc.write_stream(table, level=LEVEL, threads=threads)
-        stats = zstdpool.memory_stats()
+        rust_peak = zstdpool.memory_stats()["peak_bytes"] - before
         _, py_peak = tracemalloc.get_traced_memory()
     finally:
         if not tracing:
             tracemalloc.stop()
     gc.collect()
-    stats["current_bytes"] = zstdpool.memory_stats()["current_bytes"]
+    rust_held = zstdpool.memory_stats()["current_bytes"] - before
     pool_after = zstdpool.pool_stats()
     assert isinstance(out, bytes)
     n = len(out)
-    rust_held = stats["current_bytes"] - before
     idle_growth = pool_after["idle_bytes"] - pool_before["idle_bytes"]
     # Contexts the pool keeps are counted when they take it above the most it ever kept idle
     # (its high-water mark, warm-up writes included): when a write leases more contexts than
@@ -412,9 +411,9 @@ def _measure_zstdpool_once(table: pa.Table, threads: int | None) -> dict[str, An
     return {
         "compressed": n,
         "held": n + rust_held + above_warm,
-        "peak": stats["peak_bytes"] - before + py_peak - py_before,
+        "peak": rust_peak + py_peak - py_before,
         "rust_held": rust_held,
-        "rust_peak": stats["peak_bytes"] - before,
+        "rust_peak": rust_peak,
         "python_peak": py_peak - py_before,
         "idle_growth": idle_growth,
         "idle_above_warm": above_warm,

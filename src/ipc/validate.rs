@@ -145,6 +145,15 @@ mod tests {
         unsafe { builder.build_unchecked() }
     }
 
+    /// A one-string Utf8 array whose bytes are not UTF-8.
+    fn invalid_utf8() -> ArrayData {
+        with_buffers(
+            &StringArray::from(vec!["ab"]),
+            Buffer::from_slice_ref([0i32, 2]),
+            Some(Buffer::from(&b"\xff\xfe"[..])),
+        )
+    }
+
     fn both(data: &ArrayData) -> (Result<(), String>, Result<(), String>) {
         (
             validate_full(data).map_err(|e| e.to_string()),
@@ -202,11 +211,7 @@ mod tests {
         use arrow_array::Int8Array;
         // Values that fail validation: the reader validated a dictionary in full when it
         // arrived, so a batch checks only its keys against them (as arrow-ipc does).
-        let values = with_buffers(
-            &StringArray::from(vec!["ab"]),
-            Buffer::from_slice_ref([0i32, 2]),
-            Some(Buffer::from(&b"\xff\xfe"[..])),
-        );
+        let values = invalid_utf8();
         let keys = Int8Array::from(vec![0i8, 0]);
         let dictionary = |keys: &Int8Array| unsafe {
             keys.to_data()
@@ -239,11 +244,7 @@ mod tests {
 
     #[test]
     fn children_are_validated_and_named() {
-        let bad = with_buffers(
-            &StringArray::from(vec!["ab"]),
-            Buffer::from_slice_ref([0i32, 2]),
-            Some(Buffer::from(&b"\xff\xfe"[..])),
-        );
+        let bad = invalid_utf8();
         let field = Arc::new(Field::new("s", DataType::Utf8, false));
         let parent = StructArray::from(vec![(field, arrow_array::make_array(bad))]);
         let (ours, arrows) = both(&parent.to_data());

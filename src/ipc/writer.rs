@@ -298,7 +298,6 @@ impl IpcWriter {
         let estimate = message::rebuild(msg, &layout, at, codec)?.len();
         let mut gap = message::header_len(estimate) + HEADER_SLACK;
         let message_start = out.len();
-        out.grow_for(gap)?;
         out.extend_zeros(gap)?;
         let spans = self.compress_into(buffers, out)?;
         let body_len = out.len() - message_start - gap;
