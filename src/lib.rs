@@ -12,6 +12,7 @@ pub mod output;
 pub mod pages;
 pub mod parallel;
 pub mod pool;
+pub mod spare;
 
 pub use context::{CompressParams, Compressor, DecompressParams, Decompressor};
 pub use error::{Error, Result};

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::context::{CompressParams, Compressor, DecompressParams, Decompressor};
 use crate::error::Result;
+use crate::spare::{SpareConfig, SpareStats, Spares};
 
 /// Identifies contexts that may stand in for each other: only a context built with the same
 /// parameters is reused for a key.
@@ -30,6 +31,8 @@ pub struct PoolConfig {
     pub max_scratch_bytes: usize,
     /// Idle contexts unused for this long are freed by the next pool operation or `trim`.
     pub idle_timeout: Option<Duration>,
+    /// Freed decompressed bodies kept for the next read (see `spare`).
+    pub spares: SpareConfig,
 }
 
 impl Default for PoolConfig {
@@ -39,6 +42,7 @@ impl Default for PoolConfig {
             max_idle_bytes: 64 << 20,
             max_scratch_bytes: 4 << 20,
             idle_timeout: None,
+            spares: SpareConfig::default(),
         }
     }
 }
@@ -66,6 +70,8 @@ pub struct PoolStats {
     pub peak_idle_bytes: usize,
     /// Idle contexts and bytes per key.
     pub per_key: Vec<(PoolKey, usize, usize)>,
+    /// Freed decompressed bodies kept for reuse (not in `idle_bytes`).
+    pub spares: SpareStats,
 }
 
 /// What the pool can hold. Implemented by the two context kinds.
@@ -237,13 +243,16 @@ impl IdleLists {
 struct Shared {
     config: PoolConfig,
     idle: Mutex<IdleLists>,
+    /// Behind its own lock: bodies come and go on other threads than leases.
+    spares: Arc<Spares>,
 }
 
 impl Shared {
     fn new(config: PoolConfig) -> Self {
         Shared {
-            config,
             idle: Mutex::new(IdleLists::default()),
+            spares: Spares::new(config.spares),
+            config,
         }
     }
 }
@@ -435,9 +444,18 @@ impl ContextPool {
         self.lease(PoolKey::Decompress(params), || Decompressor::new(params))
     }
 
-    /// Frees contexts idle past the timeout and the scratch buffers of the rest.
-    /// Returns the bytes freed.
+    /// Where freed decompressed bodies wait for the next read.
+    pub fn spares(&self) -> &Arc<Spares> {
+        &self.shared.spares
+    }
+
+    /// Frees contexts idle past the timeout, the scratch buffers of the rest, and the spare
+    /// bodies. Returns the bytes freed.
     pub fn trim(&self) -> usize {
+        self.shared.spares.clear() + self.trim_contexts()
+    }
+
+    fn trim_contexts(&self) -> usize {
         let mut freed = Vec::new();
         let scratch_freed = {
             let mut lists = self.shared.lock();
@@ -463,8 +481,9 @@ impl ContextPool {
         scratch_freed + freed.iter().map(|i| i.bytes).sum::<usize>()
     }
 
-    /// Frees every idle context. Returns the bytes freed.
+    /// Frees every idle context and spare body. Returns the bytes freed.
     pub fn clear(&self) -> usize {
+        let spares = self.shared.spares.clear();
         let by_key = {
             let mut lists = self.shared.lock();
             lists.dropped += lists.count as u64;
@@ -472,7 +491,12 @@ impl ContextPool {
             // The peak and the counters stay: they describe the pool's history.
             std::mem::take(&mut lists.by_key)
         };
-        by_key.iter().flat_map(|(_, l)| l).map(|i| i.bytes).sum()
+        spares
+            + by_key
+                .iter()
+                .flat_map(|(_, l)| l)
+                .map(|i| i.bytes)
+                .sum::<usize>()
     }
 
     /// The counters now.
@@ -496,6 +520,7 @@ impl ContextPool {
             scratch_bytes: lists.scratch,
             peak_idle_bytes: lists.peak_bytes,
             per_key,
+            spares: s.spares.stats(),
         }
     }
 }

@@ -8,9 +8,11 @@ import os
 import random
 import time
 
+import numpy as np
+import pyarrow as pa
 import pytest
 import zstdpool
-from zstdpool import ContextPool
+from zstdpool import ContextPool, ipc
 
 STAT_KEYS = {
     "created",
@@ -23,6 +25,9 @@ STAT_KEYS = {
     "scratch_bytes",
     "peak_idle_bytes",
     "per_key",
+    "spare_blocks",
+    "spare_bytes",
+    "spare_reused",
 }
 
 
@@ -47,6 +52,8 @@ def check_consistent(pool: ContextPool) -> dict:
     # every context created is out on lease, idle, or freed
     assert s["created"] == s["leased"] + s["idle"] + s["dropped"], s
     assert s["reused"] <= s["returned"], s
+    assert (s["spare_blocks"] == 0) == (s["spare_bytes"] == 0), s
+    assert s["spare_bytes"] <= pool.max_spare_bytes, s
     return s
 
 
@@ -75,6 +82,9 @@ def test_fresh_pool_is_empty():
         "scratch_bytes": 0,
         "peak_idle_bytes": 0,
         "per_key": [],
+        "spare_blocks": 0,
+        "spare_bytes": 0,
+        "spare_reused": 0,
     }
 
 
@@ -203,6 +213,8 @@ def test_default_max_idle_per_key():
     assert pool.max_idle_bytes == 64 << 20
     assert pool.max_scratch_bytes == 4 << 20
     assert pool.idle_timeout is None
+    assert pool.max_spare_bytes == 512 << 20
+    assert pool.spare_timeout == 1.0
 
 
 @functools.cache
@@ -397,6 +409,17 @@ def test_huge_idle_timeout_is_accepted_or_a_value_error(huge):
     assert check_consistent(pool)["idle"] == 1
 
 
+@pytest.mark.parametrize("bad", [0, -1, math.nan, math.inf, -math.inf, 1e300])
+def test_invalid_spare_timeout(bad):
+    with pytest.raises(ValueError, match="spare_timeout"):
+        ContextPool(spare_timeout=bad)
+
+
+def test_invalid_max_spare_bytes():
+    with pytest.raises(ValueError, match="max_spare_bytes"):
+        ContextPool(max_spare_bytes=-1)
+
+
 def test_pool_arguments_are_keyword_only():
     with pytest.raises(TypeError):
         ContextPool(2)  # type: ignore[misc]
@@ -428,6 +451,93 @@ def test_clear():
     # the pool keeps working after a clear
     zstdpool.compress(b"abc", pool=pool)
     assert check_consistent(pool)["idle"] == 1
+
+
+# --------------------------------------------------------------------------------------
+# Spare bodies: a reader's freed decompressed bodies, kept for the next read
+
+
+def zstd_stream(rows: int, seed: int) -> tuple[pa.Table, bytes]:
+    """A one-batch zstd stream whose body decompresses to just over 10 bytes a row."""
+    rng = np.random.default_rng(seed)
+    table = pa.table(
+        {
+            "n": pa.array(np.arange(rows, dtype=np.int64) * 3 + rng.integers(0, 4, rows)),
+            "b": pa.array(rng.integers(0, 3, rows).astype(bool)),
+            "s": pa.array(rng.integers(0, 50, rows).astype(np.int16)),
+        }
+    )
+    return table, ipc.write_stream(table, compression="zstd")
+
+
+def test_a_freed_body_serves_the_next_read():
+    pool = ContextPool(spare_timeout=600)
+    first, data = zstd_stream(200_000, 0)
+    got = ipc.read_stream(data, pool=pool)
+    assert got.equals(first)
+    assert check_consistent(pool)["spare_blocks"] == 0, "in use while the table lives"
+    del got
+    s = check_consistent(pool)
+    assert s["spare_blocks"] == 1 and s["spare_bytes"] >= 200_000 * 10, s
+    # Other contents, a few rows fewer: the same block, every byte rewritten.
+    second, data = zstd_stream(199_000, 1)
+    got = ipc.read_stream(data, pool=pool)
+    s = check_consistent(pool)
+    assert (s["spare_blocks"], s["spare_reused"]) == (0, 1), s
+    got.validate(full=True)
+    assert got.equals(second)
+    # A batch much smaller than the block does not take it.
+    del got
+    small, data = zstd_stream(120_000, 2)
+    got = ipc.read_stream(data, pool=pool)
+    assert got.equals(small)
+    s = check_consistent(pool)
+    assert (s["spare_blocks"], s["spare_reused"]) == (1, 1), s
+    del got
+    assert check_consistent(pool)["spare_blocks"] == 2
+    freed = check_consistent(pool)["spare_bytes"]
+    assert pool.clear() >= freed
+    assert check_consistent(pool)["spare_bytes"] == 0
+
+
+def test_trim_frees_spare_bodies():
+    pool = ContextPool(spare_timeout=600)
+    _, data = zstd_stream(200_000, 0)
+    ipc.read_stream(data, pool=pool)
+    spare = check_consistent(pool)["spare_bytes"]
+    assert spare > 0
+    assert pool.trim() >= spare
+    assert check_consistent(pool)["spare_blocks"] == 0
+
+
+def test_spare_bodies_expire_without_further_use():
+    pool = ContextPool(spare_timeout=0.05)
+    _, data = zstd_stream(200_000, 0)
+    ipc.read_stream(data, pool=pool)
+    assert check_consistent(pool)["spare_blocks"] == 1
+    deadline = time.monotonic() + 10
+    while pool.stats()["spare_blocks"]:
+        assert time.monotonic() < deadline, "the spare body was never freed"
+        time.sleep(0.01)
+    assert check_consistent(pool)["spare_bytes"] == 0
+
+
+@pytest.mark.parametrize("cap", [0, 1 << 20])
+def test_max_spare_bytes_bounds_what_is_kept(cap):
+    pool = ContextPool(max_spare_bytes=cap, spare_timeout=600)
+    assert pool.max_spare_bytes == cap
+    _, data = zstd_stream(200_000, 0)
+    for _ in range(3):
+        ipc.read_stream(data, pool=pool)
+        s = check_consistent(pool)
+        assert s["spare_blocks"] == 0 and s["spare_reused"] == 0, s
+
+
+def test_small_bodies_are_not_kept():
+    pool = ContextPool(spare_timeout=600)
+    table, data = zstd_stream(50_000, 0)
+    assert ipc.read_stream(data, pool=pool).equals(table)
+    assert check_consistent(pool)["spare_blocks"] == 0
 
 
 # --------------------------------------------------------------------------------------

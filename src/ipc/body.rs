@@ -3,6 +3,9 @@
 //! the IPC format's BUFFER body compression prescribes; and back, with every length checked
 //! before anything is allocated.
 
+use std::ptr::NonNull;
+use std::sync::Arc;
+
 use arrow_buffer::Buffer;
 use arrow_ipc::CompressionType;
 
@@ -14,6 +17,7 @@ use crate::output::Output;
 use crate::pages::advise_huge_pages;
 use crate::parallel::{for_each_parallel, resolve_threads};
 use crate::pool::{ContextPool, Lease};
+use crate::spare::{RawBytes, Returning, Spares};
 
 /// How a writer compresses message bodies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -319,8 +323,8 @@ pub fn decompress_buffers(
     let padded = total.checked_add(BODY_ALIGNMENT - 1).ok_or_else(|| {
         Error::Limit("the message's buffers declare more than fits in memory".into())
     })?;
-    let out = UninitBody::alloc(padded)?;
-    let start = body_padding(out.ptr as usize);
+    let out = UninitBody::alloc(padded, pool.spares())?;
+    let start = body_padding(out.ptr() as usize);
     let mut planned = Vec::with_capacity(sources.len());
     // Every byte no buffer covers (the alignment prefix, the padding after each buffer, the
     // tail) is zeroed here; the buffers themselves are written whole by decompression.
@@ -332,7 +336,7 @@ pub fn decompress_buffers(
             planned.push(Planned {
                 index,
                 stored,
-                dst: out.ptr.add(start + offset),
+                dst: out.ptr().add(start + offset),
                 len: size,
             });
         }
@@ -399,80 +403,60 @@ pub fn decompress_buffers(
     }
     drop(planned);
     // SAFETY: every byte is written: the gaps above, each buffer by a successful `run`.
-    let out = unsafe { out.assume_init() };
-    Ok((
-        Buffer::from_vec(out).slice_with_length(start, total),
-        out_spans,
-    ))
+    let out = unsafe { out.assume_init(padded) };
+    Ok((out.slice_with_length(start, total), out_spans))
 }
 
 /// A new body's allocation before every byte of it is written. Not zeroed: decompression
 /// writes each buffer whole, and only the gaps need zeros (a zeroed allocation costs a pass
-/// over the whole body whenever the allocator hands back reused memory). Freed unseen if
-/// decompression fails.
+/// over the whole body whenever the memory is reused). Freed unseen if decompression fails.
 struct UninitBody {
-    ptr: *mut u8,
-    len: usize,
+    mem: RawBytes,
+    spares: Arc<Spares>,
 }
 
 impl UninitBody {
-    /// `len` bytes, failing with an error rather than aborting when the memory is not there.
-    fn alloc(len: usize) -> Result<Self> {
-        if len == 0 {
-            return Ok(UninitBody {
-                ptr: std::ptr::NonNull::dangling().as_ptr(),
-                len: 0,
-            });
-        }
-        let layout = Self::layout(len)?;
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        if ptr.is_null() {
-            return Err(Error::Memory(format!(
-                "{len} bytes for a decompressed message body"
-            )));
-        }
-        advise_huge_pages(ptr, len);
-        Ok(UninitBody { ptr, len })
+    /// `len` bytes, a pool's spare block if one fits, failing with an error rather than
+    /// aborting when the memory is not there.
+    fn alloc(len: usize, spares: &Arc<Spares>) -> Result<Self> {
+        let mem = spares
+            .alloc(len)
+            .ok_or_else(|| Error::Memory(format!("{len} bytes for a decompressed message body")))?;
+        advise_huge_pages(mem.ptr(), mem.len());
+        Ok(UninitBody {
+            mem,
+            spares: spares.clone(),
+        })
     }
 
-    fn layout(len: usize) -> Result<std::alloc::Layout> {
-        std::alloc::Layout::array::<u8>(len).map_err(|_| Error::Memory(format!("{len} bytes")))
+    fn ptr(&self) -> *mut u8 {
+        self.mem.ptr()
     }
 
     /// Zeroes bytes `from..to`.
     ///
     /// # Safety
-    /// `from <= to <= self.len`.
+    /// `from <= to <= ` the length asked for.
     unsafe fn zero(&self, from: usize, to: usize) {
-        debug_assert!(from <= to && to <= self.len);
+        debug_assert!(from <= to && to <= self.mem.len());
         // SAFETY: the caller keeps the range inside the allocation.
-        unsafe { std::ptr::write_bytes(self.ptr.add(from), 0, to - from) }
+        unsafe { std::ptr::write_bytes(self.ptr().add(from), 0, to - from) }
     }
 
-    /// The body as a vector.
+    /// The first `len` bytes as an Arrow buffer whose memory goes back to the spares when
+    /// the last array using it is dropped.
     ///
     /// # Safety
-    /// Every byte has been written.
-    unsafe fn assume_init(self) -> Vec<u8> {
-        let this = std::mem::ManuallyDrop::new(self);
-        if this.len == 0 {
-            return Vec::new();
-        }
-        // SAFETY: `ptr` was allocated by the global allocator with `Layout::array::<u8>(len)`,
-        // which is what a Vec<u8> of capacity `len` frees it with; the caller vouches that all
-        // `len` bytes are initialized.
-        unsafe { Vec::from_raw_parts(this.ptr, this.len, this.len) }
-    }
-}
-
-impl Drop for UninitBody {
-    fn drop(&mut self) {
-        if self.len > 0 {
-            // SAFETY: allocated in `alloc` with this layout, not handed to a Vec (assume_init
-            // does not run Drop).
-            unsafe { std::alloc::dealloc(self.ptr, Self::layout(self.len).expect("valid")) }
-        }
+    /// The first `len` bytes have been written.
+    unsafe fn assume_init(self, len: usize) -> Buffer {
+        let Some(ptr) = NonNull::new(self.ptr()).filter(|_| len > 0) else {
+            return Buffer::from_vec(Vec::<u8>::new());
+        };
+        debug_assert!(len <= self.mem.len());
+        let owner = Arc::new(Returning::new(self.mem, self.spares));
+        // SAFETY: `owner` keeps the allocation alive and unmoved for as long as the buffer and
+        // its slices live; the caller vouches for the bytes.
+        unsafe { Buffer::from_custom_allocation(ptr, len, owner) }
     }
 }
 
@@ -574,6 +558,71 @@ mod tests {
                     .all(|(&b, &buffer)| buffer || b == 0));
             }
         }
+    }
+
+    /// Compresses `buffers` with zstd and decompresses them again through `pool`.
+    fn zstd_round_trip(pool: &ContextPool, buffers: &[Vec<u8>]) -> NewBody {
+        let refs: Vec<&[u8]> = buffers.iter().map(|v| v.as_slice()).collect();
+        let params = CompressParams::level(1);
+        let mut lease = pool.compressor(params).unwrap();
+        let mut body = Vec::new();
+        let spans = compress_buffers(
+            &refs,
+            Compression::Zstd(params),
+            Some(&mut lease),
+            pool,
+            Some(1),
+            &mut body,
+        )
+        .unwrap();
+        let spans: Vec<(i64, i64)> = spans.iter().map(|&(o, l)| (o as i64, l as i64)).collect();
+        decompress_buffers(
+            &body,
+            &spans,
+            CompressionType::ZSTD,
+            &ReadLimits::default(),
+            &mut None,
+            pool,
+            Some(1),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_freed_body_serves_the_next_read_with_its_gaps_zeroed_again() {
+        let pool = ContextPool::default();
+        let first = zstd_round_trip(&pool, &[vec![0xAB; 1 << 20], vec![0xCD; 100_000]]);
+        let first_ptr = first.0.as_ptr() as usize;
+        assert_eq!(
+            pool.stats().spares.blocks,
+            0,
+            "in use until the buffer goes"
+        );
+        drop(first);
+        assert_eq!(pool.stats().spares.blocks, 1);
+        // A little smaller, with buffer ends where the first body had data.
+        let data = vec![vec![1u8; 1_000_001], vec![2u8; 77], vec![3u8; 90_001]];
+        let (out, spans) = zstd_round_trip(&pool, &data);
+        assert_eq!(pool.stats().spares.reused, 1);
+        assert_eq!(pool.stats().spares.blocks, 0);
+        assert!(
+            (out.as_ptr() as usize).abs_diff(first_ptr) < 64,
+            "the same allocation"
+        );
+        let mut covered = vec![false; out.len()];
+        for (orig, &(o, l)) in data.iter().zip(&spans) {
+            assert_eq!(&out[o..o + l], orig.as_slice());
+            covered[o..o + l].fill(true);
+        }
+        assert!(out
+            .iter()
+            .zip(&covered)
+            .all(|(&b, &buffer)| buffer || b == 0));
+        // trim and clear free spares.
+        drop(out);
+        assert_eq!(pool.stats().spares.blocks, 1);
+        assert!(pool.trim() >= 1 << 20);
+        assert_eq!(pool.stats().spares.bytes, 0);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use pyo3::types::{PyDict, PyList};
 
 use super::args::{count_arg, size_arg};
 use crate::pool::{ContextPool, PoolConfig, PoolKey, PoolStats};
+use crate::spare::SpareConfig;
 
 /// A pool of zstd contexts. The module-level functions share one default pool
 /// (`zstdpool.default_pool()`); a private pool keeps its own contexts and limits.
@@ -22,13 +23,19 @@ impl PyContextPool {
     /// the number of CPUs); `max_idle_bytes`: bytes all idle contexts may hold (default 64 MiB);
     /// `max_scratch_bytes`: output scratch a context keeps when it comes back (default 4 MiB);
     /// `idle_timeout`: seconds after which an unused idle context is freed (default: never).
+    /// Readers' decompressed bodies of 1 MiB and more are kept for reuse once the arrays using
+    /// them are freed, so back-to-back reads skip the kernel's page clearing:
+    /// `max_spare_bytes` caps them (default 512 MiB; 0 keeps none) and a background thread
+    /// frees each after `spare_timeout` seconds unused (default 1).
     #[new]
-    #[pyo3(signature = (*, max_idle_per_key=None, max_idle_bytes=67108864, max_scratch_bytes=4194304, idle_timeout=None))]
+    #[pyo3(signature = (*, max_idle_per_key=None, max_idle_bytes=67108864, max_scratch_bytes=4194304, idle_timeout=None, max_spare_bytes=536870912, spare_timeout=1.0))]
     fn new(
         max_idle_per_key: Option<i64>,
         max_idle_bytes: i64,
         max_scratch_bytes: i64,
         idle_timeout: Option<f64>,
+        max_spare_bytes: i64,
+        spare_timeout: f64,
     ) -> PyResult<Self> {
         let max_idle_per_key = max_idle_per_key
             .map(|n| count_arg("max_idle_per_key", n))
@@ -46,30 +53,44 @@ impl PyContextPool {
                 )))
             }
         };
+        let spare_timeout = Some(spare_timeout)
+            .filter(|t| *t > 0.0)
+            .and_then(|t| Duration::try_from_secs_f64(t).ok())
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "spare_timeout must be a positive number of seconds, not {spare_timeout}"
+                ))
+            })?;
         Ok(PyContextPool {
             pool: ContextPool::new(PoolConfig {
                 max_idle_per_key: max_idle_per_key.unwrap_or(defaults.max_idle_per_key),
                 max_idle_bytes,
                 max_scratch_bytes,
                 idle_timeout,
+                spares: SpareConfig {
+                    max_bytes: size_arg("max_spare_bytes", max_spare_bytes)?,
+                    timeout: spare_timeout,
+                },
             }),
         })
     }
 
     /// The counters and byte totals now, as a dict: created, reused, returned, dropped,
-    /// leased, idle, idle_bytes, scratch_bytes, peak_idle_bytes, and per_key (a list of dicts
-    /// with the key's parameters, its idle count and bytes).
+    /// leased, idle, idle_bytes, scratch_bytes, peak_idle_bytes, per_key (a list of dicts
+    /// with the key's parameters, its idle count and bytes), and the spare bodies kept:
+    /// spare_blocks, spare_bytes (not in idle_bytes) and spare_reused (bodies served by one).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, &self.pool.stats())
     }
 
-    /// Frees contexts idle past `idle_timeout` and the scratch buffers of the others.
-    /// Returns the bytes freed.
+    /// Frees contexts idle past `idle_timeout`, the scratch buffers of the others and the
+    /// spare bodies. Returns the bytes freed.
     fn trim(&self) -> usize {
         self.pool.trim()
     }
 
-    /// Frees every idle context. Returns the bytes freed. Leased contexts are not affected.
+    /// Frees every idle context and spare body. Returns the bytes freed. Leased contexts,
+    /// and bodies arrays still use, are not affected.
     fn clear(&self) -> usize {
         self.pool.clear()
     }
@@ -92,6 +113,16 @@ impl PyContextPool {
     #[getter]
     fn idle_timeout(&self) -> Option<f64> {
         self.pool.config().idle_timeout.map(|d| d.as_secs_f64())
+    }
+
+    #[getter]
+    fn max_spare_bytes(&self) -> usize {
+        self.pool.config().spares.max_bytes
+    }
+
+    #[getter]
+    fn spare_timeout(&self) -> f64 {
+        self.pool.config().spares.timeout.as_secs_f64()
     }
 
     fn __repr__(&self) -> String {
@@ -168,6 +199,9 @@ fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, PyDict
         keys.append(k)?;
     }
     d.set_item("per_key", keys)?;
+    d.set_item("spare_blocks", s.spares.blocks)?;
+    d.set_item("spare_bytes", s.spares.bytes)?;
+    d.set_item("spare_reused", s.spares.reused)?;
     Ok(d)
 }
 
