@@ -1,17 +1,22 @@
 //! Freed decompressed bodies, kept for a moment so the next read reuses their pages.
 //!
 //! A large fresh allocation costs a page fault and a page cleared by the kernel per 4 KiB on
-//! first write: a sixth of reading a 160 MiB body. Allocators that keep freed memory (mimalloc
-//! in pyarrow) hand it straight to the next read; glibc returns blocks this large to the
-//! kernel. So a pool keeps them itself: only large ones, up to a byte cap, and for a short
+//! first write: a sixth of reading a 160 MiB body. Allocators that keep freed memory (pyarrow's
+//! mimalloc or jemalloc) hand it straight to the next read; glibc returns blocks this large to
+//! the kernel. So a pool keeps them itself: only large ones, up to a byte cap, and for a short
 //! time, after which a reaper thread frees them whether or not the pool is used again.
 
 use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
+use crate::pages::advise_huge_pages;
+
 /// Smaller blocks come back from glibc's heap warm anyway.
 pub const MIN_SPARE: usize = 1 << 20;
+
+/// The reaper wakes at least this often, so it ends soon after its pool is dropped.
+const REAPER_TICK: Duration = Duration::from_millis(100);
 
 /// `len` uninitialized bytes from the global allocator, freed on drop.
 pub struct RawBytes {
@@ -98,14 +103,15 @@ struct Spare {
     since: Instant,
 }
 
-#[derive(Default)]
 struct State {
     /// Oldest first.
     blocks: Vec<Spare>,
     bytes: usize,
     reused: u64,
-    /// The process that runs this store's reaper, if one runs: a fork's child has none.
-    reaper: Option<u32>,
+    /// Whether a reaper thread runs for this store.
+    reaper: bool,
+    /// The process these blocks and that thread belong to: a fork's child has no reaper.
+    pid: u32,
 }
 
 impl State {
@@ -133,7 +139,13 @@ impl Spares {
     pub fn new(config: SpareConfig) -> Arc<Self> {
         Arc::new(Spares {
             config,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                blocks: Vec::new(),
+                bytes: 0,
+                reused: 0,
+                reaper: false,
+                pid: std::process::id(),
+            }),
         })
     }
 
@@ -143,27 +155,41 @@ impl Spares {
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // Nothing a panic interrupts leaves the list inconsistent.
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let pid = std::process::id();
+        if state.pid != pid {
+            // A fork's child: no reaper runs here, so the parent's blocks would stay for the
+            // child's whole life. Free them (the child's copies) and start afresh.
+            state.pid = pid;
+            state.reaper = false;
+            state.bytes = 0;
+            state.blocks.clear();
+        }
+        state
     }
 
-    /// `len` uninitialized bytes: a spare block of `len` to `len + len/8` bytes if one is kept
-    /// (the smallest), otherwise fresh memory; None when the allocator refuses.
+    /// At least `len` uninitialized bytes: a spare block of `len` to `len + len/8` bytes if
+    /// one is kept (the smallest), otherwise fresh memory (with the huge-page hint); None when
+    /// the allocator refuses.
     pub fn alloc(&self, len: usize) -> Option<RawBytes> {
         if len >= MIN_SPARE && self.config.max_bytes > 0 {
             let mut state = self.lock();
+            let fits = len..=len.saturating_add(len / 8);
             let fit = (0..state.blocks.len())
-                .filter(|&i| (len..=len + len / 8).contains(&state.blocks[i].mem.len()))
+                .filter(|&i| fits.contains(&state.blocks[i].mem.len()))
                 .min_by_key(|&i| state.blocks[i].mem.len());
             if let Some(i) = fit {
                 state.reused += 1;
                 return Some(state.remove(i));
             }
         }
-        RawBytes::alloc(len)
+        let mem = RawBytes::alloc(len)?;
+        advise_huge_pages(mem.ptr(), mem.len());
+        Some(mem)
     }
 
-    /// Keeps `mem` for the next `alloc`, or frees it when it is small, larger than the cap, or
-    /// keeping it would pass the cap even after freeing older blocks.
+    /// Keeps `mem` for the next `alloc`, freeing the oldest blocks as needed to stay under the
+    /// cap; frees `mem` itself when it is small or larger than the cap.
     pub fn give_back(self: &Arc<Self>, mem: RawBytes) {
         if mem.len() < MIN_SPARE || mem.len() > self.config.max_bytes {
             return;
@@ -205,10 +231,9 @@ impl Spares {
     }
 
     /// Starts a thread that frees blocks as they expire and ends when none is left. It holds
-    /// the store weakly: a dropped pool's spares are freed with it.
+    /// the store weakly and wakes every REAPER_TICK: it ends soon after its pool is dropped.
     fn ensure_reaper(self: &Arc<Self>, state: &mut State) {
-        let pid = std::process::id();
-        if state.reaper == Some(pid) {
+        if state.reaper {
             return;
         }
         let weak = Arc::downgrade(self);
@@ -217,15 +242,13 @@ impl Spares {
             .spawn(move || reap(weak));
         // Without a thread (the system refused one) blocks still go at `trim()` or `clear()`,
         // or when newer ones push them out.
-        if spawned.is_ok() {
-            state.reaper = Some(pid);
-        }
+        state.reaper = spawned.is_ok();
     }
 }
 
 fn reap(spares: Weak<Spares>) {
     let mut wait = match spares.upgrade() {
-        Some(s) => s.config.timeout,
+        Some(s) => s.config.timeout.min(REAPER_TICK),
         None => return,
     };
     loop {
@@ -246,10 +269,11 @@ fn reap(spares: Weak<Spares>) {
                     wait = oldest
                         .since
                         .checked_add(spares.config.timeout)
-                        .map_or(Duration::MAX, |due| due.saturating_duration_since(now))
+                        .map_or(REAPER_TICK, |due| due.saturating_duration_since(now))
+                        .min(REAPER_TICK)
                 }
                 None => {
-                    state.reaper = None;
+                    state.reaper = false;
                     return;
                 }
             }
@@ -259,25 +283,25 @@ fn reap(spares: Weak<Spares>) {
 }
 
 /// A body's memory inside Arrow buffers: back to its pool's spares when the last buffer
-/// using it is dropped.
+/// using it is dropped, or freed if the pool is gone by then (arrays may outlive it).
 pub struct Returning {
     mem: Option<RawBytes>,
-    home: Arc<Spares>,
+    home: Weak<Spares>,
 }
 
 impl Returning {
-    pub fn new(mem: RawBytes, home: Arc<Spares>) -> Self {
+    pub fn new(mem: RawBytes, home: &Arc<Spares>) -> Self {
         Returning {
             mem: Some(mem),
-            home,
+            home: Arc::downgrade(home),
         }
     }
 }
 
 impl Drop for Returning {
     fn drop(&mut self) {
-        if let Some(mem) = self.mem.take() {
-            self.home.give_back(mem);
+        if let (Some(mem), Some(home)) = (self.mem.take(), self.home.upgrade()) {
+            home.give_back(mem);
         }
     }
 }
@@ -347,14 +371,14 @@ mod tests {
         s.give_back(RawBytes::alloc(MIN_SPARE).unwrap());
         assert_eq!(s.stats().blocks, 1);
         let deadline = Instant::now() + Duration::from_secs(10);
-        while s.lock().reaper.is_some() {
+        while s.lock().reaper {
             assert!(Instant::now() < deadline, "the reaper never finished");
             std::thread::sleep(Duration::from_millis(5));
         }
         assert_eq!(s.stats().blocks, 0);
         // A later block gets a new reaper.
         s.give_back(RawBytes::alloc(MIN_SPARE).unwrap());
-        assert!(s.lock().reaper.is_some());
+        assert!(s.lock().reaper);
     }
 
     #[test]
@@ -368,7 +392,7 @@ mod tests {
             arrow_buffer::Buffer::from_custom_allocation(
                 ptr,
                 MIN_SPARE,
-                Arc::new(Returning::new(mem, s.clone())),
+                Arc::new(Returning::new(mem, &s)),
             )
         };
         let slice = buffer.slice(10);
@@ -377,5 +401,54 @@ mod tests {
         assert_eq!(slice[0], 7);
         drop(slice);
         assert_eq!(s.stats().blocks, 1);
+    }
+
+    #[test]
+    fn the_smallest_fitting_block_is_taken() {
+        let s = spares(64 << 20, 60_000);
+        let sizes = [(4 << 20) + 4096, 4 << 20, 5 << 20, (4 << 20) + 1];
+        let ptrs: Vec<*mut u8> = sizes
+            .iter()
+            .map(|&n| {
+                let m = RawBytes::alloc(n).unwrap();
+                let p = m.ptr();
+                s.give_back(m);
+                p
+            })
+            .collect();
+        // 5 MiB is more than 1/8 over 4 MiB; the others fit, smallest first.
+        for expect in [1, 3, 0] {
+            assert_eq!(s.alloc(4 << 20).unwrap().ptr(), ptrs[expect]);
+        }
+        assert_ne!(s.alloc(4 << 20).unwrap().ptr(), ptrs[2]);
+        assert_eq!(s.stats().blocks, 1);
+    }
+
+    #[test]
+    fn arrays_that_outlive_their_pool_free_their_memory() {
+        let s = spares(16 << 20, 60_000);
+        let mem = s.alloc(MIN_SPARE).unwrap();
+        let ptr = NonNull::new(mem.ptr()).unwrap();
+        let owner = Arc::new(Returning::new(mem, &s));
+        let weak = Arc::downgrade(&s);
+        // SAFETY: the bytes are not read; `owner` keeps the memory alive.
+        let buffer = unsafe { arrow_buffer::Buffer::from_custom_allocation(ptr, 16, owner) };
+        drop(s);
+        assert!(
+            weak.upgrade().is_none(),
+            "the buffer must not keep the pool's spares"
+        );
+        drop(buffer);
+    }
+
+    #[test]
+    fn a_forked_child_drops_the_parents_blocks() {
+        let s = spares(16 << 20, 60_000);
+        s.give_back(RawBytes::alloc(MIN_SPARE).unwrap());
+        // As a child sees it: another process id, the parent's reaper not running here.
+        s.state.lock().unwrap().pid ^= 1;
+        let stats = s.stats();
+        assert_eq!((stats.blocks, stats.bytes), (0, 0));
+        assert!(!s.lock().reaper);
     }
 }

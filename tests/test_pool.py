@@ -409,7 +409,7 @@ def test_huge_idle_timeout_is_accepted_or_a_value_error(huge):
     assert check_consistent(pool)["idle"] == 1
 
 
-@pytest.mark.parametrize("bad", [0, -1, math.nan, math.inf, -math.inf, 1e300])
+@pytest.mark.parametrize("bad", [0, 1e-12, -1, math.nan, math.inf, -math.inf, 1e300])
 def test_invalid_spare_timeout(bad):
     with pytest.raises(ValueError, match="spare_timeout"):
         ContextPool(spare_timeout=bad)
@@ -544,13 +544,19 @@ def test_small_bodies_are_not_kept():
 # The default pool
 
 
+def without_spares(s: dict) -> dict:
+    """Stats without the spare-body counters, which a reaper thread or the collection of an
+    earlier test's arrays may change between two calls."""
+    return {k: v for k, v in s.items() if not k.startswith("spare_")}
+
+
 def test_default_pool():
     pool = zstdpool.default_pool()
     assert isinstance(pool, ContextPool)
     assert zstdpool.default_pool() is pool
     s = zstdpool.pool_stats()
     assert set(s) == STAT_KEYS
-    assert s == pool.stats()
+    assert without_spares(s) == without_spares(pool.stats())
     check_consistent(pool)
 
 
@@ -562,5 +568,5 @@ def test_default_pool_is_what_module_functions_use():
     after = zstdpool.pool_stats()
     leases = lambda s: s["created"] + s["reused"]  # noqa: E731
     assert leases(after) == leases(before) + 2
-    assert after == pool.stats()
+    assert without_spares(after) == without_spares(pool.stats())
     check_consistent(pool)

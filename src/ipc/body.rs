@@ -14,7 +14,6 @@ use crate::codec::{lz4_compress_append, lz4_decompress_exact};
 use crate::context::{frame_content_size, CompressParams, Compressor, ContentSize, Decompressor};
 use crate::error::{Error, Result};
 use crate::output::Output;
-use crate::pages::advise_huge_pages;
 use crate::parallel::{for_each_parallel, resolve_threads};
 use crate::pool::{ContextPool, Lease};
 use crate::spare::{RawBytes, Returning, Spares};
@@ -403,7 +402,7 @@ pub fn decompress_buffers(
     }
     drop(planned);
     // SAFETY: every byte is written: the gaps above, each buffer by a successful `run`.
-    let out = unsafe { out.assume_init(padded) };
+    let out = unsafe { out.assume_init() };
     Ok((out.slice_with_length(start, total), out_spans))
 }
 
@@ -412,6 +411,8 @@ pub fn decompress_buffers(
 /// over the whole body whenever the memory is reused). Freed unseen if decompression fails.
 struct UninitBody {
     mem: RawBytes,
+    /// The bytes asked for; a reused block may be larger, and its tail is never exposed.
+    len: usize,
     spares: Arc<Spares>,
 }
 
@@ -422,9 +423,9 @@ impl UninitBody {
         let mem = spares
             .alloc(len)
             .ok_or_else(|| Error::Memory(format!("{len} bytes for a decompressed message body")))?;
-        advise_huge_pages(mem.ptr(), mem.len());
         Ok(UninitBody {
             mem,
+            len,
             spares: spares.clone(),
         })
     }
@@ -438,22 +439,22 @@ impl UninitBody {
     /// # Safety
     /// `from <= to <= ` the length asked for.
     unsafe fn zero(&self, from: usize, to: usize) {
-        debug_assert!(from <= to && to <= self.mem.len());
+        debug_assert!(from <= to && to <= self.len);
         // SAFETY: the caller keeps the range inside the allocation.
         unsafe { std::ptr::write_bytes(self.ptr().add(from), 0, to - from) }
     }
 
-    /// The first `len` bytes as an Arrow buffer whose memory goes back to the spares when
-    /// the last array using it is dropped.
+    /// The bytes asked for as an Arrow buffer whose memory goes back to the spares when the
+    /// last array using it is dropped.
     ///
     /// # Safety
-    /// The first `len` bytes have been written.
-    unsafe fn assume_init(self, len: usize) -> Buffer {
+    /// All of them have been written.
+    unsafe fn assume_init(self) -> Buffer {
+        let len = self.len;
         let Some(ptr) = NonNull::new(self.ptr()).filter(|_| len > 0) else {
             return Buffer::from_vec(Vec::<u8>::new());
         };
-        debug_assert!(len <= self.mem.len());
-        let owner = Arc::new(Returning::new(self.mem, self.spares));
+        let owner = Arc::new(Returning::new(self.mem, &self.spares));
         // SAFETY: `owner` keeps the allocation alive and unmoved for as long as the buffer and
         // its slices live; the caller vouches for the bytes.
         unsafe { Buffer::from_custom_allocation(ptr, len, owner) }

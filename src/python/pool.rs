@@ -53,9 +53,9 @@ impl PyContextPool {
                 )))
             }
         };
-        let spare_timeout = Some(spare_timeout)
-            .filter(|t| *t > 0.0)
-            .and_then(|t| Duration::try_from_secs_f64(t).ok())
+        let spare_timeout = Duration::try_from_secs_f64(spare_timeout)
+            .ok()
+            .filter(|t| !t.is_zero())
             .ok_or_else(|| {
                 PyValueError::new_err(format!(
                     "spare_timeout must be a positive number of seconds, not {spare_timeout}"
