@@ -502,6 +502,8 @@ impl ContextPool {
     /// The counters now.
     pub fn stats(&self) -> PoolStats {
         let s = &self.shared;
+        // One lock at a time: the spares' first, outside the idle lists'.
+        let spares = s.spares.stats();
         let lists = s.lock();
         let mut per_key: Vec<(PoolKey, usize, usize)> = lists
             .by_key
@@ -520,7 +522,7 @@ impl ContextPool {
             scratch_bytes: lists.scratch,
             peak_idle_bytes: lists.peak_bytes,
             per_key,
-            spares: s.spares.stats(),
+            spares,
         }
     }
 }

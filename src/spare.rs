@@ -157,15 +157,19 @@ impl Spares {
         // Nothing a panic interrupts leaves the list inconsistent.
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         let pid = std::process::id();
-        if state.pid != pid {
-            // A fork's child: no reaper runs here, so the parent's blocks would stay for the
-            // child's whole life. Free them (the child's copies) and start afresh.
-            state.pid = pid;
-            state.reaper = false;
-            state.bytes = 0;
-            state.blocks.clear();
+        if state.pid == pid {
+            return state;
         }
-        state
+        // A fork's child: no reaper runs here, so the parent's blocks would stay for the
+        // child's whole life. Free them (the child's copies, outside the lock) and start
+        // afresh. (As with any lock, a fork while another thread holds it leaves it held.)
+        state.pid = pid;
+        state.reaper = false;
+        state.bytes = 0;
+        let inherited = std::mem::take(&mut state.blocks);
+        drop(state);
+        drop(inherited);
+        self.lock()
     }
 
     /// At least `len` uninitialized bytes: a spare block of `len` to `len + len/8` bytes if

@@ -58,7 +58,8 @@ impl PyContextPool {
             .filter(|t| !t.is_zero())
             .ok_or_else(|| {
                 PyValueError::new_err(format!(
-                    "spare_timeout must be a positive number of seconds, not {spare_timeout}"
+                    "spare_timeout must be a positive number of seconds (at least a nanosecond), \
+                     not {spare_timeout}"
                 ))
             })?;
         Ok(PyContextPool {
