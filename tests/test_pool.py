@@ -507,6 +507,21 @@ def read_and_free(pool: ContextPool) -> float:
     return time.monotonic()
 
 
+def test_a_body_comes_back_only_when_its_last_consumer_lets_go():
+    # polars takes the columns zero-copy through the C data interface: the body is still in
+    # use after the pyarrow table is gone, and comes back when the DataFrame goes.
+    pl = pytest.importorskip("polars")
+    pool = ContextPool(spare_timeout=600)
+    table, data = zstd_stream(200_000, 0)
+    got = ipc.read_stream(data, pool=pool)
+    frame = pl.from_arrow(got)
+    del got
+    assert check_consistent(pool)["spare_blocks"] == 0
+    assert frame.to_arrow().equals(table)
+    del frame
+    assert check_consistent(pool)["spare_blocks"] == 1
+
+
 def test_trim_frees_spare_bodies():
     pool = ContextPool(spare_timeout=600)
     read_and_free(pool)

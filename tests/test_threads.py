@@ -129,3 +129,31 @@ def test_bytes_output_grows_while_other_threads_hold_the_gil():
     assert len(outputs[0]) > 1 << 20  # well past the 64 KiB the output starts with
     assert pa.ipc.open_stream(outputs[0]).read_all().equals(table)
     assert zstdpool.pool_stats()["leased"] == 0
+
+
+def test_threads_reading_big_bodies_share_spares_without_mixing_them():
+    # Four threads read two different streams with bodies of nearly the same size, so each
+    # read may reuse a body another thread's table just gave back; every table must equal
+    # its source while the others come and go, and with threads=2 inside each read too.
+    pool = zstdpool.ContextPool(spare_timeout=60)
+    rng = np.random.default_rng(11)
+    tables = [
+        pa.table({"a": rng.integers(0, 1 << 30, 150_000), "b": rng.random(150_000)}),
+        pa.table({"a": rng.integers(0, 1 << 30, 149_000), "b": rng.random(149_000)}),
+    ]
+    streams = [zi.write_stream(t) for t in tables]
+
+    def read(i: int) -> int:
+        for n in range(12):
+            k = (i + n) % 2
+            got = zi.read_stream(streams[k], pool=pool, threads=1 + n % 2)
+            assert got.equals(tables[k]), (i, n)
+        return n + 1
+
+    with ThreadPoolExecutor(4) as ex:
+        assert sum(ex.map(read, range(4))) == 48
+    s = pool.stats()
+    assert s["spare_reused"] > 0, s
+    # At most two bodies per thread were alive at once (the table read and the one it
+    # replaces), so at most eight came back.
+    assert s["leased"] == 0 and 0 < s["spare_blocks"] <= 8, s
