@@ -1,7 +1,8 @@
 //! zstdpool: pooled zstd contexts for compressing Arrow data often and in small pieces.
 //!
-//! The core (`context`, `pool`, `codec`, `output`, `ipc`) does not touch Python and is tested with
-//! `cargo test`; `python` holds the bindings, built only with the `python` feature.
+//! The core (`context`, `pool`, `spare`, `codec`, `output`, `ipc`) does not touch Python and
+//! is tested with `cargo test`; `python` holds the bindings, built only with the `python`
+//! feature.
 
 pub mod alloc;
 pub mod codec;

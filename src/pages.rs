@@ -1,11 +1,11 @@
 //! A hint that a large buffer about to be filled should be backed by huge pages.
 //!
 //! A fresh allocation costs a page fault per 4 KiB page on first write: a 160 MiB
-//! decompressed body is 40,000 faults, about a sixth of the read on a small VM. Allocators that keep
-//! freed memory (pyarrow's mimalloc or jemalloc) mostly avoid them; glibc returns large blocks
-//! to the kernel (for reads, the pool's spares keep them: see `spare`). With transparent huge
-//! pages in `madvise` mode (the common default), asking for them turns those faults into one
-//! per 2 MiB. The hint never changes the contents of memory.
+//! decompressed body is 40,000 faults, about a sixth of the read on a small VM. Allocators
+//! that keep freed memory (pyarrow's mimalloc or jemalloc) mostly avoid them; glibc returns
+//! large blocks to the kernel (for reads, the pool's spares keep them: see `spare`). With
+//! transparent huge pages in `madvise` mode (the common default), asking for them turns those
+//! faults into one per 2 MiB. The hint never changes the contents of memory.
 
 /// Below this, a system call costs more than the faults it saves.
 pub const MIN_LEN: usize = 4 << 20;

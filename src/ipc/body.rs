@@ -402,7 +402,7 @@ pub fn decompress_buffers(
     }
     drop(planned);
     // SAFETY: every byte is written: the gaps above, each buffer by a successful `run`.
-    let out = unsafe { out.assume_init() };
+    let out = unsafe { out.assume_init(pool.spares()) };
     Ok((out.slice_with_length(start, total), out_spans))
 }
 
@@ -413,21 +413,16 @@ struct UninitBody {
     mem: RawBytes,
     /// The bytes asked for; a reused block may be larger, and its tail is never exposed.
     len: usize,
-    spares: Arc<Spares>,
 }
 
 impl UninitBody {
     /// `len` bytes, a pool's spare block if one fits, failing with an error rather than
     /// aborting when the memory is not there.
-    fn alloc(len: usize, spares: &Arc<Spares>) -> Result<Self> {
+    fn alloc(len: usize, spares: &Spares) -> Result<Self> {
         let mem = spares
             .alloc(len)
             .ok_or_else(|| Error::Memory(format!("{len} bytes for a decompressed message body")))?;
-        Ok(UninitBody {
-            mem,
-            len,
-            spares: spares.clone(),
-        })
+        Ok(UninitBody { mem, len })
     }
 
     fn ptr(&self) -> *mut u8 {
@@ -444,17 +439,17 @@ impl UninitBody {
         unsafe { std::ptr::write_bytes(self.ptr().add(from), 0, to - from) }
     }
 
-    /// The bytes asked for as an Arrow buffer whose memory goes back to the spares when the
+    /// The bytes asked for as an Arrow buffer whose memory goes back to `spares` when the
     /// last array using it is dropped.
     ///
     /// # Safety
     /// All of them have been written.
-    unsafe fn assume_init(self) -> Buffer {
+    unsafe fn assume_init(self, spares: &Arc<Spares>) -> Buffer {
         let len = self.len;
         let Some(ptr) = NonNull::new(self.ptr()).filter(|_| len > 0) else {
             return Buffer::from_vec(Vec::<u8>::new());
         };
-        let owner = Arc::new(Returning::new(self.mem, &self.spares));
+        let owner = Arc::new(Returning::new(self.mem, spares));
         // SAFETY: `owner` keeps the allocation alive and unmoved for as long as the buffer and
         // its slices live; the caller vouches for the bytes.
         unsafe { Buffer::from_custom_allocation(ptr, len, owner) }
