@@ -51,6 +51,6 @@ def test_every_public_name_has_a_docstring(name: str, obj: object) -> None:
     assert doc and len(doc) > 20, f"{name} has no docstring"
     if inspect.isclass(obj):
         for attr, member in vars(obj).items():
-            if attr.startswith("_") or not callable(member):
+            if attr.startswith("_") or not (callable(member) or inspect.isgetsetdescriptor(member)):
                 continue
             assert inspect.getdoc(member), f"{name}.{attr} has no docstring"

@@ -180,21 +180,25 @@ impl PyCompressor {
         drop(self.lease.close());
     }
 
+    /// Whether the context has gone back to its pool.
     #[getter]
     fn closed(&self) -> bool {
         self.lease.is_closed()
     }
 
+    /// The zstd level this compressor writes at.
     #[getter]
     fn level(&self) -> i32 {
         self.params.level
     }
 
+    /// Whether each frame carries a content checksum.
     #[getter]
     fn checksum(&self) -> bool {
         self.params.checksum
     }
 
+    /// The window log set for this compressor, or None for the level's own.
     #[getter]
     fn window_log(&self) -> Option<u32> {
         (self.params.window_log != 0).then_some(self.params.window_log)
@@ -266,11 +270,13 @@ impl PyDecompressor {
         drop(self.lease.close());
     }
 
+    /// Whether the context has gone back to its pool.
     #[getter]
     fn closed(&self) -> bool {
         self.lease.is_closed()
     }
 
+    /// The most one `decompress` call returns, in bytes, unless the call sets its own limit.
     #[getter]
     fn max_output_size(&self) -> usize {
         self.max_output_size

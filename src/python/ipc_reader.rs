@@ -153,6 +153,7 @@ impl PyIpcStreamReader {
         }
     }
 
+    /// Whether the reader is closed (its contexts and source released).
     #[getter]
     fn closed(&self) -> bool {
         self.reader.is_closed()
@@ -266,6 +267,7 @@ impl PyIpcFileReader {
         }
     }
 
+    /// Whether the reader is closed (its contexts and source released).
     #[getter]
     fn closed(&self) -> bool {
         self.reader.is_closed()

@@ -333,6 +333,7 @@ impl PyIpcWriter {
         }
     }
 
+    /// Whether the writer is closed (or abandoned after a sink error).
     #[getter]
     fn closed(&self) -> bool {
         self.open.is_closed()

@@ -12,6 +12,16 @@ use crate::spare::SpareConfig;
 
 /// A pool of zstd contexts. The module-level functions share one default pool
 /// (`zstdpool.default_pool()`); a private pool keeps its own contexts and limits.
+///
+/// `ContextPool(*, max_idle_per_key=None, max_idle_bytes=64 MiB, max_scratch_bytes=4 MiB,
+/// idle_timeout=None, max_spare_bytes=512 MiB, spare_timeout=1.0)`:
+/// `max_idle_per_key`: idle contexts kept per parameter set (default: the number of CPUs);
+/// `max_idle_bytes`: bytes all idle contexts may hold; `max_scratch_bytes`: output scratch a
+/// context keeps when it comes back; `idle_timeout`: seconds after which an unused idle
+/// context is freed (default: never). Readers' decompressed bodies of 1 MiB and more are kept
+/// for reuse once the arrays using them are freed, so back-to-back reads skip the kernel's
+/// page clearing: `max_spare_bytes` caps them (0 keeps none) and a background thread frees
+/// each after `spare_timeout` seconds unused.
 #[pyclass(frozen, name = "ContextPool", module = "zstdpool")]
 pub struct PyContextPool {
     pub pool: ContextPool,
@@ -19,14 +29,7 @@ pub struct PyContextPool {
 
 #[pymethods]
 impl PyContextPool {
-    /// Makes a private pool. `max_idle_per_key`: idle contexts kept per parameter set (default:
-    /// the number of CPUs); `max_idle_bytes`: bytes all idle contexts may hold (default 64 MiB);
-    /// `max_scratch_bytes`: output scratch a context keeps when it comes back (default 4 MiB);
-    /// `idle_timeout`: seconds after which an unused idle context is freed (default: never).
-    /// Readers' decompressed bodies of 1 MiB and more are kept for reuse once the arrays using
-    /// them are freed, so back-to-back reads skip the kernel's page clearing:
-    /// `max_spare_bytes` caps them (default 512 MiB; 0 keeps none) and a background thread
-    /// frees each after `spare_timeout` seconds unused (default 1).
+    /// Makes a private pool (parameters: see the class).
     #[new]
     #[pyo3(signature = (*, max_idle_per_key=None, max_idle_bytes=67108864, max_scratch_bytes=4194304, idle_timeout=None, max_spare_bytes=536870912, spare_timeout=1.0))]
     fn new(
@@ -96,31 +99,37 @@ impl PyContextPool {
         self.pool.clear()
     }
 
+    /// Idle contexts kept per parameter set.
     #[getter]
     fn max_idle_per_key(&self) -> usize {
         self.pool.config().max_idle_per_key
     }
 
+    /// Bytes all idle contexts may hold together.
     #[getter]
     fn max_idle_bytes(&self) -> usize {
         self.pool.config().max_idle_bytes
     }
 
+    /// Output scratch a context keeps when it comes back.
     #[getter]
     fn max_scratch_bytes(&self) -> usize {
         self.pool.config().max_scratch_bytes
     }
 
+    /// Seconds after which an unused idle context is freed (None: never).
     #[getter]
     fn idle_timeout(&self) -> Option<f64> {
         self.pool.config().idle_timeout.map(|d| d.as_secs_f64())
     }
 
+    /// Bytes of freed decompressed bodies kept for the next read (0: none).
     #[getter]
     fn max_spare_bytes(&self) -> usize {
         self.pool.config().spares.max_bytes
     }
 
+    /// Seconds after which an unused spare body is freed.
     #[getter]
     fn spare_timeout(&self) -> f64 {
         self.pool.config().spares.timeout.as_secs_f64()
