@@ -140,6 +140,14 @@ const PYTHON_WRITE_CHUNK: usize = 1 << 20;
 /// GIL to grow (output is shrunk to its length at the end).
 const MEMORY_START: usize = 64 << 10;
 
+/// Appends to a memory sink what is not encoded in place: the last few bytes of an output
+/// (end-of-stream marker, footer). Reserved exactly: an amortized reserve would grow the
+/// whole output's allocation for them. Takes the GIL only if the bytes object must grow.
+fn append_tail(out: &mut MemoryOutput, bytes: &[u8]) -> PyResult<()> {
+    out.try_reserve_exact(bytes.len())?;
+    Ok(out.extend_from_slice(bytes)?)
+}
+
 /// Where a writer's bytes go.
 pub enum Sink {
     /// Built in a bytes object, returned at the end.
@@ -204,13 +212,7 @@ impl Sink {
             return Ok(());
         }
         match self {
-            Sink::Memory(v) => {
-                // Exact: what arrives here is the last few bytes (end-of-stream marker, footer)
-                // of an output that is otherwise encoded in place, and an amortized reserve
-                // would double the whole output's allocation for them.
-                v.try_reserve_exact(bytes.len())?;
-                Ok(v.extend_from_slice(bytes)?)
-            }
+            Sink::Memory(v) => append_tail(v, bytes),
             Sink::Path(t) => {
                 let file = &mut t.file;
                 Ok(py.detach(|| file.write_all(bytes))?)
@@ -241,7 +243,8 @@ impl Sink {
     pub fn write_detached(&mut self, bytes: &[u8]) -> PyResult<()> {
         match self {
             Sink::Path(t) => Ok(t.file.write_all(bytes)?),
-            Sink::Memory(_) | Sink::Python(_) => Python::attach(|py| self.write(py, bytes)),
+            Sink::Memory(v) => append_tail(v, bytes),
+            Sink::Python(_) => Python::attach(|py| self.write(py, bytes)),
         }
     }
 

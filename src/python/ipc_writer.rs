@@ -3,12 +3,13 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::SchemaRef;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
-use pyo3_arrow::input::AnyRecordBatch;
-use pyo3_arrow::PySchema;
+use pyo3::types::{PyBytes, PyCapsule, PyString};
+use pyo3_arrow::{PyRecordBatch, PySchema};
 
 use super::args::{level_arg, threads_arg};
 use super::buffer::type_name;
@@ -73,32 +74,64 @@ fn writer_options(
     })
 }
 
-/// What `write` was given, as Arrow: one batch (the common case, with no stream around it)
-/// or a stream of batches.
+/// What `write` was given, as Arrow: one batch (the common case, with no stream around it),
+/// a C stream not yet imported, or the stream imported.
 enum Input {
     Batch(RecordBatch),
+    /// Left for the detached part of the write: importing a stream asks its producer for the
+    /// schema and converts it, work that need not hold the GIL.
+    Exported(FFI_ArrowArrayStream),
     Stream(Box<dyn RecordBatchReader + Send>),
 }
 
 impl Input {
-    fn schema(&self) -> SchemaRef {
-        match self {
+    /// The input's schema, importing an exported stream first. Runs without the GIL.
+    fn schema(&mut self) -> Result<SchemaRef, Failure> {
+        if let Input::Exported(stream) = self {
+            let stream = std::mem::replace(stream, FFI_ArrowArrayStream::empty());
+            let reader = std::panic::catch_unwind(|| ArrowArrayStreamReader::try_new(stream))
+                .map_err(|_| Failure::Encode(import_failed()))?
+                .map_err(|e| Failure::Encode(Error::from(e).into()))?;
+            *self = Input::Stream(Box::new(reader));
+        }
+        Ok(match self {
             Input::Batch(b) => b.schema(),
             Input::Stream(r) => r.schema(),
-        }
+            Input::Exported(_) => unreachable!("imported above"),
+        })
     }
 }
 
+/// Whether `obj` has the attribute `name`. CPython's `PyObject_HasAttr` answers a miss without
+/// building the AttributeError that pyo3's `hasattr` formats and clears (half a microsecond,
+/// a twentieth of writing a small table, on Python before 3.13); errors other than a missing
+/// attribute count as a miss, which is what a capability check wants.
+fn has_attr(obj: &Bound<'_, PyAny>, name: &Bound<'_, PyString>) -> bool {
+    // SAFETY: both pointers are live references held by the caller, with the GIL.
+    unsafe { pyo3::ffi::PyObject_HasAttr(obj.as_ptr(), name.as_ptr()) == 1 }
+}
+
+/// Whether `obj` is a pandas object. pandas' classes are Python classes; checking that first
+/// spares static types (pyarrow's) a `__module__` string built on every call.
+fn is_pandas(obj: &Bound<'_, PyAny>) -> bool {
+    let ty = obj.get_type();
+    // SAFETY: a live type object, with the GIL.
+    let flags = unsafe { pyo3::ffi::PyType_GetFlags(ty.as_type_ptr()) };
+    flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE != 0
+        && ty
+            .module()
+            .is_ok_and(|m| m.to_str().is_ok_and(|m| m.starts_with("pandas")))
+        && has_attr(obj, intern!(obj.py(), "to_numpy"))
+}
+
 /// Turns what `write` accepts into Arrow: pandas DataFrames go through pyarrow (keeping the
-/// pandas metadata that restores the index), anything else through the PyCapsule interface.
+/// pandas metadata that restores the index), anything else through the PyCapsule interface,
+/// a batch (`__arrow_c_array__`) before a stream, as pyo3-arrow orders them. A stream is only
+/// taken from its capsule here; the writer imports it without the GIL.
 fn to_input(data: &Bound<'_, PyAny>) -> PyResult<Input> {
     let py = data.py();
-    let is_pandas = data
-        .get_type()
-        .module()
-        .is_ok_and(|m| m.to_str().is_ok_and(|m| m.starts_with("pandas")));
     let converted;
-    let data = if is_pandas && data.hasattr("to_numpy")? {
+    let data = if is_pandas(data) {
         converted = py
             .import("pyarrow")?
             .getattr("Table")?
@@ -107,24 +140,39 @@ fn to_input(data: &Bound<'_, PyAny>) -> PyResult<Input> {
     } else {
         data
     };
-    // arrow-rs's C data import panics on some valid inputs (sliced structs nested in structs,
-    // apache/arrow-rs#9235); that must reach the caller as an exception it can catch.
-    let imported = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        data.extract::<AnyRecordBatch>().map(|any| match any {
-            AnyRecordBatch::RecordBatch(b) => Ok(Input::Batch(b.into_inner())),
-            stream => stream.into_reader().map(Input::Stream),
-        })
-    }))
-    .map_err(|_| import_failed())?;
-    match imported {
-        Ok(input) => input,
-        Err(_) => Err(pyo3::exceptions::PyTypeError::new_err(format!(
+    let imported = if has_attr(data, intern!(py, "__arrow_c_array__")) {
+        // arrow-rs's C data import panics on some valid inputs (sliced structs nested in
+        // structs, apache/arrow-rs#9235); that must reach the caller as an exception.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            data.extract::<PyRecordBatch>()
+        }))
+        .map_err(|_| import_failed())?
+        .map(|b| Input::Batch(b.into_inner()))
+    } else if has_attr(data, intern!(py, "__arrow_c_stream__")) {
+        take_stream(data).map(Input::Exported)
+    } else {
+        Err(pyo3::exceptions::PyTypeError::new_err("no Arrow PyCapsule interface"))
+    };
+    imported.map_err(|cause| {
+        let err = pyo3::exceptions::PyTypeError::new_err(format!(
             "cannot write '{}': expected a pyarrow Table, RecordBatch or RecordBatchReader, a \
              pandas DataFrame, or an object with __arrow_c_stream__ or __arrow_c_array__ \
              (polars, duckdb, arro3, nanoarrow)",
             type_name(data)
-        ))),
-    }
+        ));
+        err.set_cause(py, Some(cause));
+        err
+    })
+}
+
+/// Calls `__arrow_c_stream__` and moves the stream out of its capsule (which is left released).
+fn take_stream(data: &Bound<'_, PyAny>) -> PyResult<FFI_ArrowArrayStream> {
+    let capsule = data.call_method0(intern!(data.py(), "__arrow_c_stream__"))?;
+    let capsule = capsule.cast::<PyCapsule>()?;
+    let ptr = capsule.pointer_checked(Some(c"arrow_array_stream"))?;
+    // SAFETY: a capsule named "arrow_array_stream" holds an ArrowArrayStream (the PyCapsule
+    // interface); `from_raw` moves it out and marks the capsule's copy released.
+    Ok(unsafe { FFI_ArrowArrayStream::from_raw(ptr.as_ptr().cast()) })
 }
 
 fn import_failed() -> PyErr {
@@ -145,8 +193,15 @@ fn import_failed() -> PyErr {
 /// The input is dropped by the caller, with the GIL: a producer's release callback may
 /// expect it.
 fn write_input(py: Python<'_>, open: &mut Open, input: &mut Input) -> Result<(), Failure> {
-    py.detach(|| match input {
+    py.detach(|| write_batches(open, input))
+}
+
+/// The detached part of [`write_input`].
+fn write_batches(open: &mut Open, input: &mut Input) -> Result<(), Failure> {
+    input.schema()?;
+    match input {
         Input::Batch(b) => open.write_batch(b),
+        Input::Exported(_) => unreachable!("imported by schema()"),
         Input::Stream(reader) => loop {
             let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()))
                 .map_err(|_| Failure::Encode(import_failed()))?;
@@ -158,7 +213,7 @@ fn write_input(py: Python<'_>, open: &mut Open, input: &mut Input) -> Result<(),
                 }
             }
         },
-    })
+    }
 }
 
 /// Why a write failed: the batch (nothing was written; the writer goes on) or the sink
@@ -186,11 +241,15 @@ impl Open {
     ) -> PyResult<Open> {
         let writer = IpcWriter::try_new(schema, options, pool)?;
         let sink = Sink::open(py, sink)?;
-        Ok(Open {
+        Ok(Open::with_sink(writer, sink))
+    }
+
+    fn with_sink(writer: IpcWriter, sink: Sink) -> Open {
+        Open {
             writer,
             sink,
             scratch: Vec::new(),
-        })
+        }
     }
 
     /// Encodes and writes one batch; the whole batch reaches the sink or none of it does.
@@ -216,6 +275,18 @@ impl Open {
             *scratch = Vec::new();
         }
         result
+    }
+
+    /// Writes the end of the output (see `IpcWriter::finish`) without the GIL; a Python
+    /// sink takes it for its `write`. The caller commits or discards the sink.
+    fn finish_detached(&mut self) -> Result<(), Failure> {
+        self.scratch.clear();
+        self.writer
+            .finish(&mut self.scratch)
+            .map_err(|e| Failure::Encode(e.into()))?;
+        self.sink
+            .write_detached(&self.scratch)
+            .map_err(Failure::Sink)
     }
 
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
@@ -514,12 +585,31 @@ fn write_all<'py>(
     pool: &ContextPool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let mut input = to_input(data)?;
-    let mut open = Open::new(py, sink, input.schema(), options, pool)?;
-    if let Err(Failure::Encode(e) | Failure::Sink(e)) = write_input(py, &mut open, &mut input) {
-        open.abandon();
-        return Err(e);
+    let sink = Sink::open(py, sink)?;
+    let input_ref = &mut input;
+    // Everything from importing the schema to the end of the output runs in one detached
+    // stretch; with the GIL come only the bytes' final size (commit) and dropping the input.
+    let (result, mut sink) = py.detach(move || {
+        let writer = input_ref.schema().and_then(|schema| {
+            IpcWriter::try_new(schema, options, pool).map_err(|e| Failure::Encode(e.into()))
+        });
+        let mut open = match writer {
+            Ok(writer) => Open::with_sink(writer, sink),
+            Err(e) => return (Err(e), sink),
+        };
+        let result = write_batches(&mut open, input_ref).and_then(|()| open.finish_detached());
+        if result.is_err() {
+            open.writer.abandon();
+        }
+        (result, open.sink)
+    });
+    match result {
+        Ok(()) => sink.commit(py),
+        Err(Failure::Encode(e) | Failure::Sink(e)) => {
+            sink.discard();
+            Err(e)
+        }
     }
-    open.finish(py)
 }
 
 /// Writes `data` (a table, batch, reader, DataFrame or Arrow PyCapsule object) as one Arrow
