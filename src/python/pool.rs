@@ -217,9 +217,10 @@ fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, PyDict
 
 /// Bytes held by zstdpool's Rust side: `current_bytes` now, `peak_bytes` since the last
 /// `reset_peak_memory()`, and `counting` (False when the wheel was built without the
-/// `alloc-stats` feature, and then both are 0). zstd contexts are C allocations: see the
-/// pools' `idle_bytes` (zstd's own sizeof) for them. Spare bodies a pool keeps for reads are
-/// Rust allocations and count here (see `stats()["spare_bytes"]`).
+/// `alloc-stats` feature, and then both are 0). Blocks of 4 KiB and more are counted: the
+/// buffers that hold data, not each call's small bookkeeping. zstd contexts are C
+/// allocations: see the pools' `idle_bytes` (zstd's own sizeof) for them. Spare bodies a pool
+/// keeps for reads are Rust allocations and count here (see `stats()["spare_bytes"]`).
 #[pyfunction]
 pub fn memory_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
