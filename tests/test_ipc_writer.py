@@ -752,6 +752,39 @@ def test_array_only_object_must_hold_a_record_batch():
         zi.write_stream(ArrayOnly(pa.array([1, 2, 3])))
 
 
+class BrokenExport:
+    """Claims the stream interface; its export raises or returns the wrong capsule."""
+
+    def __init__(self, result):
+        self._result = result
+
+    def __arrow_c_stream__(self, requested_schema=None):
+        if isinstance(self._result, BaseException):
+            raise self._result
+        return self._result
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_failed_export_says_why_and_writes_nothing(fmt, tmp_path):
+    schema_capsule = pa.schema([("a", pa.int32())]).__arrow_c_schema__()
+    cases = [
+        (BrokenExport(ValueError("export failed in the producer")), ValueError, "in the producer"),
+        (BrokenExport(schema_capsule), ValueError, "arrow_array_stream"),
+        (BrokenExport(42), TypeError, "PyCapsule"),
+    ]
+    for obj, cause_type, cause_text in cases:
+        path = tmp_path / f"out.{fmt}"
+        with pytest.raises(TypeError, match="cannot write 'BrokenExport'") as info:
+            write_one(fmt, obj, path)
+        assert isinstance(info.value.__cause__, cause_type), info.value.__cause__
+        assert cause_text in str(info.value.__cause__)
+        assert list(tmp_path.iterdir()) == []
+    # An object without the interface gets no cause: there is nothing more to say.
+    with pytest.raises(TypeError, match="cannot write 'object'") as info:
+        write_one(fmt, object())
+    assert info.value.__cause__ is None
+
+
 def failing_reader(schema, batches, exc):
     def gen():
         yield from batches

@@ -143,33 +143,55 @@ fn to_input(data: &Bound<'_, PyAny>) -> PyResult<Input> {
     let imported = if has_attr(data, intern!(py, "__arrow_c_array__")) {
         // arrow-rs's C data import panics on some valid inputs (sliced structs nested in
         // structs, apache/arrow-rs#9235); that must reach the caller as an exception.
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let batch = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             data.extract::<PyRecordBatch>()
         }))
-        .map_err(|_| import_failed())?
-        .map(|b| Input::Batch(b.into_inner()))
+        .map_err(|_| import_failed())?;
+        Some(batch.map(|b| Input::Batch(b.into_inner())))
     } else if has_attr(data, intern!(py, "__arrow_c_stream__")) {
-        take_stream(data).map(Input::Exported)
+        Some(take_stream(data).map(Input::Exported))
     } else {
-        Err(pyo3::exceptions::PyTypeError::new_err("no Arrow PyCapsule interface"))
+        None
     };
-    imported.map_err(|cause| {
-        let err = pyo3::exceptions::PyTypeError::new_err(format!(
-            "cannot write '{}': expected a pyarrow Table, RecordBatch or RecordBatchReader, a \
-             pandas DataFrame, or an object with __arrow_c_stream__ or __arrow_c_array__ \
-             (polars, duckdb, arro3, nanoarrow)",
-            type_name(data)
-        ));
-        err.set_cause(py, Some(cause));
-        err
-    })
+    match imported {
+        Some(Ok(input)) => Ok(input),
+        // The object claims the interface but its export failed: say why.
+        Some(Err(cause)) => {
+            let err = cannot_write(data);
+            err.set_cause(py, Some(cause));
+            Err(err)
+        }
+        None => Err(cannot_write(data)),
+    }
+}
+
+fn cannot_write(data: &Bound<'_, PyAny>) -> PyErr {
+    pyo3::exceptions::PyTypeError::new_err(format!(
+        "cannot write '{}': expected a pyarrow Table, RecordBatch or RecordBatchReader, a \
+         pandas DataFrame, or an object with __arrow_c_stream__ or __arrow_c_array__ \
+         (polars, duckdb, arro3, nanoarrow)",
+        type_name(data)
+    ))
 }
 
 /// Calls `__arrow_c_stream__` and moves the stream out of its capsule (which is left released).
 fn take_stream(data: &Bound<'_, PyAny>) -> PyResult<FFI_ArrowArrayStream> {
     let capsule = data.call_method0(intern!(data.py(), "__arrow_c_stream__"))?;
     let capsule = capsule.cast::<PyCapsule>()?;
-    let ptr = capsule.pointer_checked(Some(c"arrow_array_stream"))?;
+    let ptr = capsule
+        .pointer_checked(Some(c"arrow_array_stream"))
+        .map_err(|_| {
+            // SAFETY: the name is read at once, with the GIL, while the capsule is alive.
+            let name = capsule
+                .name()
+                .ok()
+                .flatten()
+                .map(|n| unsafe { n.as_cstr() });
+            pyo3::exceptions::PyValueError::new_err(format!(
+                "__arrow_c_stream__ returned a capsule named {}, not \"arrow_array_stream\"",
+                name.map_or("None".into(), |n| format!("{:?}", n.to_string_lossy()))
+            ))
+        })?;
     // SAFETY: a capsule named "arrow_array_stream" holds an ArrowArrayStream (the PyCapsule
     // interface); `from_raw` moves it out and marks the capsule's copy released.
     Ok(unsafe { FFI_ArrowArrayStream::from_raw(ptr.as_ptr().cast()) })
