@@ -4,7 +4,9 @@
 //! contexts warm between callers. The lock guards only the idle lists: no caller holds it
 //! while compressing.
 
+use std::cell::Cell;
 use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -163,6 +165,24 @@ struct Idle {
     seq: u64,
     /// When it came back, in time: read only when the pool has an idle timeout.
     at: Option<Instant>,
+    /// The thread that gave it back (see [`thread_tag`]).
+    thread: u64,
+}
+
+/// A number for the calling thread, so that a context goes back to the thread that used it
+/// last when that thread asks again: its tables are still in that core's cache, where a
+/// context handed to another thread's core is read from afar (1-2% of a 16 KiB write with
+/// two threads). Threads are numbered on first use; a plain `Cell` has no destructor to
+/// register.
+fn thread_tag() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local!(static TAG: Cell<u64> = const { Cell::new(0) });
+    TAG.with(|tag| {
+        if tag.get() == 0 {
+            tag.set(NEXT.fetch_add(1, Relaxed));
+        }
+        tag.get()
+    })
 }
 
 /// The idle contexts and the counters, under one lock: a lease or a return takes the lock
@@ -202,9 +222,14 @@ impl IdleLists {
         idle
     }
 
-    fn pop(&mut self, key: &PoolKey) -> Option<Idle> {
+    /// The context `thread` gave back last if it is idle, else the most recently returned.
+    fn pop(&mut self, key: &PoolKey, thread: u64) -> Option<Idle> {
         let list = self.list(key)?;
-        let index = self.by_key[list].1.len() - 1;
+        let idle = &self.by_key[list].1;
+        let index = idle
+            .iter()
+            .rposition(|i| i.thread == thread)
+            .unwrap_or(idle.len() - 1);
         Some(self.remove_at(list, index))
     }
 
@@ -282,6 +307,7 @@ impl Shared {
 
     /// Pops an idle context for `key` and counts the lease; None on a miss (nothing counted).
     fn take(&self, key: &PoolKey) -> Option<Slot> {
+        let thread = thread_tag();
         let mut freed = Vec::new();
         let found = {
             let mut lists = self.lock();
@@ -289,7 +315,7 @@ impl Shared {
                 self.sweep_if_due(&mut lists, Instant::now(), &mut freed);
             }
             lists.dropped += freed.len() as u64;
-            let found = lists.pop(key);
+            let found = lists.pop(key, thread);
             if found.is_some() {
                 lists.reused += 1;
                 lists.leased += 1;
@@ -324,6 +350,7 @@ impl Shared {
         let bytes = ctx.held_bytes();
         let scratch = ctx.scratch_bytes();
         let now = self.config.idle_timeout.map(|_| Instant::now());
+        let thread = thread_tag();
         let mut freed = Vec::new();
         let rejected = {
             let mut lists = self.lock();
@@ -351,6 +378,7 @@ impl Shared {
                         scratch,
                         seq,
                         at: now,
+                        thread,
                     },
                 );
                 lists.returned += 1;
@@ -595,6 +623,36 @@ mod tests {
         let _c = pool.compressor(params).unwrap();
         let s = pool.stats();
         assert_eq!((s.created, s.reused, s.idle), (1, 1, 0));
+    }
+
+    #[test]
+    fn a_thread_gets_back_the_context_it_returned() {
+        let pool = small_pool();
+        let params = CompressParams::level(1);
+        // Two contexts out at once; the other thread's is marked by a scratch buffer.
+        let mine = pool.compressor(params).unwrap();
+        let mut theirs = pool.compressor(params).unwrap();
+        theirs.compress_to_scratch(&[7u8; 64 << 10]).unwrap();
+        let (go_back, back) = (std::sync::Barrier::new(2), std::sync::Barrier::new(2));
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                drop(theirs);
+                go_back.wait();
+                back.wait();
+                // Returned after this thread's, mine sits on top; this thread still gets its own.
+                assert!(pool.compressor(params).unwrap().scratch_bytes() > 0);
+            });
+            go_back.wait();
+            drop(mine);
+            back.wait();
+        });
+        // A thread that returned nothing gets the most recently returned: the other thread's.
+        std::thread::scope(|s| {
+            s.spawn(|| assert!(pool.compressor(params).unwrap().scratch_bytes() > 0));
+        });
+        // This thread gets its own back, though the other's came back after it.
+        assert_eq!(pool.compressor(params).unwrap().scratch_bytes(), 0);
+        assert_eq!(pool.stats().created, 2);
     }
 
     #[test]
