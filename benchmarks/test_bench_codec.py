@@ -8,6 +8,7 @@ and the contenders are those of ``python -m zstdpool bench`` (zstdpool._bench).
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -119,3 +120,34 @@ def test_bench_command_usage(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--tiny", "--filter", "no workload is called this"]) == 2
     assert main(["bench", "--help"]) == 0
     assert "--filter" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("settle", [False, True])
+def test_settle_makes_one_untimed_call_before_each_batch(settle: bool) -> None:
+    """A settling workload's contenders are called once more per round, outside the timing."""
+    calls: list[int] = []
+    workload = _bench.Workload(
+        name="settle",
+        group="test",
+        description="counts calls",
+        contenders=(_bench.Contender("counter", lambda stack: lambda: calls.append(1)),),
+        settle=settle,
+    )
+    profile = _bench.PROFILES["tiny"]
+    progress = _bench.Progress(io.StringIO(), 1)
+    calls_before_rounds: list[int] = []
+    real_time_batch = _bench._time_batch
+
+    def time_batch(fn: Timed, n: int) -> int:
+        calls_before_rounds.append(len(calls))
+        return real_time_batch(fn, n)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_bench, "_time_batch", time_batch)
+        result = _bench.measure(workload, profile, progress, 0)
+    (contender,) = result.contenders
+    assert contender.status == "ok" and len(contender.per_call_ns) == result.rounds
+    timed = [b - a for a, b in zip(calls_before_rounds, calls_before_rounds[1:], strict=False)]
+    # After calibration, each round's timed batch is preceded by one extra call when settling.
+    gaps = timed[-(result.rounds - 1) :] if result.rounds > 1 else []
+    assert all(g == contender.batch + (1 if settle else 0) for g in gaps), (gaps, contender.batch)

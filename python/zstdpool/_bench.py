@@ -186,6 +186,10 @@ class Workload:
     contenders: tuple[Contender, ...]
     #: Input bytes one call processes (for MB/s); 0 when it does not apply.
     nbytes: int = 0
+    #: Make one untimed call before each timed batch: multi-threaded contenders that follow a
+    #: single-threaded one would otherwise time how long the idle CPU takes to come back
+    #: (on a VM, up to a third of a 30 ms call, for every library alike).
+    settle: bool = False
 
     def matches(self, filters: Sequence[str]) -> bool:
         """True if no filter is given or one is a substring of the name or group."""
@@ -866,6 +870,8 @@ def measure(workload: Workload, profile: Profile, progress: Progress, index: int
             progress.update(index + r / rounds, f"{workload.name}: round {r + 1}/{rounds}")
             shift = r % len(ready) if ready else 0
             for result, fn in ready[shift:] + ready[:shift]:
+                if workload.settle:
+                    fn()
                 result.per_call_ns.append(_time_batch(fn, result.batch) / result.batch)
     seconds = time.perf_counter() - t_start
     progress.line(

@@ -853,6 +853,7 @@ def python_threads_workload(
         description=what,
         contenders=tuple(contenders),
         nbytes=count * case.table().nbytes,
+        settle=single,
     )
 
 
