@@ -862,6 +862,64 @@ def test_path_objects_with_a_write_method_are_paths(tmp_path):
         assert leftovers(tmp_path) == ["out.arrow"]
 
 
+def test_file_objects_registered_with_iobase_are_file_objects(tmp_path):
+    """A class registered with io.IOBase (not derived from io's classes) is written through
+    write(), even if it also looks like a path."""
+
+    class Registered:
+        def __init__(self):
+            self.chunks = []
+
+        def __fspath__(self):
+            raise AssertionError("a file object was opened as a path")
+
+        def write(self, data):
+            self.chunks.append(bytes(data))
+            return len(data)
+
+    io.IOBase.register(Registered)
+    for fmt in FORMATS:
+        sink = Registered()
+        assert write_one(fmt, INPUT_TABLE, sink) is None
+        assert_tables_equal(pa_read(fmt, b"".join(sink.chunks)), INPUT_TABLE)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_writers_opened_with_schema_objects_in_turn_get_each_ones_schema():
+    """Writers opened one after another with different (and the same) schema objects."""
+    a = pa.table({"x": pa.array([1, 2], pa.int32())})
+    b = pa.table({"y": pa.array(["p", "q"]), "z": pa.array([1.5, 2.5])}).replace_schema_metadata(
+        {"k": "v"}
+    )
+    for table in (a, b, a, a, b):
+        sink = io.BytesIO()
+        with zi.new_stream(sink, table.schema) as w:
+            assert w.schema.equals(table.schema, check_metadata=True)
+            w.write(table)
+        assert_tables_equal(pa_read("stream", sink.getvalue()), table)
+        with zi.new_stream(io.BytesIO(), table.schema) as w, pytest.raises(IpcError):
+            w.write(b if table is a else a)
+
+
+def test_a_schema_object_that_changes_is_asked_each_time():
+    """Only pyarrow's immutable Schema objects are remembered between writers."""
+
+    class Changing:
+        def __init__(self):
+            self.schemas = [pa.schema([("x", pa.int32())]), pa.schema([("y", pa.string())])]
+            self.calls = 0
+
+        def __arrow_c_schema__(self):
+            schema = self.schemas[self.calls % 2]
+            self.calls += 1
+            return schema.__arrow_c_schema__()
+
+    changing = Changing()
+    for expected in ("x", "y", "x"):
+        with zi.new_stream(io.BytesIO(), changing) as w:
+            assert w.schema.names == [expected]
+
+
 def test_bytesio_and_open_files(tmp_path):
     for fmt in FORMATS:
         sink = io.BytesIO(b"prefix")

@@ -1,6 +1,8 @@
 //! Byte views of Python objects with the buffer protocol, read without copying, and new
 //! bytes objects filled in place.
 
+use std::ffi::CStr;
+
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::prelude::*;
@@ -117,6 +119,18 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .name()
         .map(|n| n.to_string())
         .unwrap_or_else(|_| "?".into())
+}
+
+/// Whether `obj`'s type is exactly the static type named `name` ("module.Type"), as C and
+/// Cython extensions (pyarrow's) define them. Classes made at run time are heap types and never
+/// match, whatever name they were given.
+pub fn is_exact_type(obj: &Bound<'_, PyAny>, name: &CStr) -> bool {
+    let ty = obj.get_type().as_type_ptr();
+    // SAFETY: a live type object, read with the GIL; tp_name is a NUL-terminated string.
+    unsafe {
+        pyo3::ffi::PyType_GetFlags(ty) & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0
+            && CStr::from_ptr((*ty).tp_name) == name
+    }
 }
 
 /// A new bytes object of `len` bytes that `fill` writes in full before anyone sees it: no

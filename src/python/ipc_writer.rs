@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
 use arrow_array::{RecordBatch, RecordBatchReader};
@@ -12,7 +13,7 @@ use pyo3::types::{PyBytes, PyCapsule, PyString};
 use pyo3_arrow::{PyRecordBatch, PySchema};
 
 use super::args::{level_arg, threads_arg};
-use super::buffer::type_name;
+use super::buffer::{is_exact_type, type_name};
 use super::held::Held;
 use super::io::Sink;
 use super::pool::{pool_or_default, PyContextPool};
@@ -519,8 +520,24 @@ impl Drop for PyIpcWriter {
     }
 }
 
+/// The last pyarrow Schema a writer was opened with, and its import, matched by identity. A
+/// service opening a writer per table passes the same schema object each time, and importing
+/// it through `__arrow_c_schema__` is a twentieth of writing a small table. pyarrow Schemas
+/// are immutable, and the reference held here keeps the identity from passing to another
+/// object.
+static LAST_SCHEMA: Mutex<Option<(Py<PyAny>, SchemaRef)>> = Mutex::new(None);
+
 fn schema_of(schema: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
-    schema
+    let cacheable = is_exact_type(schema, c"pyarrow.lib.Schema");
+    if cacheable {
+        let last = LAST_SCHEMA.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((obj, imported)) = last.as_ref() {
+            if obj.as_ptr() == schema.as_ptr() {
+                return Ok(imported.clone());
+            }
+        }
+    }
+    let imported = schema
         .extract::<PySchema>()
         .map(|s| s.into_inner())
         .map_err(|_| {
@@ -528,7 +545,16 @@ fn schema_of(schema: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
                 "schema must be a pyarrow Schema or an object with __arrow_c_schema__, not '{}'",
                 type_name(schema)
             ))
-        })
+        })?;
+    if cacheable {
+        let entry = Some((schema.clone().unbind(), imported.clone()));
+        let replaced = std::mem::replace(
+            &mut *LAST_SCHEMA.lock().unwrap_or_else(|e| e.into_inner()),
+            entry,
+        );
+        drop(replaced); // its reference is released outside the lock
+    }
+    Ok(imported)
 }
 
 /// Opens an Arrow IPC stream writer on `sink` (a path, or a binary file object).
