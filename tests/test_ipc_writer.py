@@ -764,6 +764,20 @@ class BrokenExport:
         return self._result
 
 
+class BrokenArrayExport:
+    """Claims the array interface; its export raises."""
+
+    def __arrow_c_array__(self, requested_schema=None):
+        raise ValueError("array export failed in the producer")
+
+
+class RaisingLookup:
+    """Attribute lookup fails with an error other than AttributeError."""
+
+    def __getattr__(self, name):
+        raise RuntimeError(f"lookup of {name} failed")
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_failed_export_says_why_and_writes_nothing(fmt, tmp_path):
     schema_capsule = pa.schema([("a", pa.int32())]).__arrow_c_schema__()
@@ -779,6 +793,23 @@ def test_a_failed_export_says_why_and_writes_nothing(fmt, tmp_path):
         assert isinstance(info.value.__cause__, cause_type), info.value.__cause__
         assert cause_text in str(info.value.__cause__)
         assert list(tmp_path.iterdir()) == []
+    # Streams of something other than record batches cannot be written either.
+    for obj in (pa.chunked_array([[1, 2], [3]]), pl.Series("a", [1, 2])):
+        path = tmp_path / f"out.{fmt}"
+        with pytest.raises(TypeError, match="cannot write") as info:
+            write_one(fmt, obj, path)
+        assert isinstance(info.value.__cause__, ValueError), info.value.__cause__
+        assert list(tmp_path.iterdir()) == []
+        with new_writer(fmt, io.BytesIO(), INPUT_TABLE.schema) as w:
+            with pytest.raises(TypeError, match="cannot write"):
+                w.write(obj)
+            w.write(INPUT_TABLE)  # still usable
+    with pytest.raises(TypeError, match="cannot write 'BrokenArrayExport'") as info:
+        write_one(fmt, BrokenArrayExport())
+    assert "array export failed" in str(info.value.__cause__)
+    # An error raised while looking the interface up is the error reported.
+    with pytest.raises(RuntimeError, match="lookup of __arrow_c_array__ failed"):
+        write_one(fmt, RaisingLookup())
     # An object without the interface gets no cause: there is nothing more to say.
     with pytest.raises(TypeError, match="cannot write 'object'") as info:
         write_one(fmt, object())
@@ -891,13 +922,16 @@ def test_writers_opened_with_schema_objects_in_turn_get_each_ones_schema():
     b = pa.table({"y": pa.array(["p", "q"]), "z": pa.array([1.5, 2.5])}).replace_schema_metadata(
         {"k": "v"}
     )
-    for table in (a, b, a, a, b):
+    # Kept schema objects (the same object again is remembered) and fresh ones (table.schema).
+    kept = {id(a): a.schema, id(b): b.schema}
+    for table, schema_of in [(t, s) for t in (a, b, a, a, b, b) for s in ("kept", "fresh")]:
+        schema = kept[id(table)] if schema_of == "kept" else table.schema
         sink = io.BytesIO()
-        with zi.new_stream(sink, table.schema) as w:
+        with zi.new_stream(sink, schema) as w:
             assert w.schema.equals(table.schema, check_metadata=True)
             w.write(table)
         assert_tables_equal(pa_read("stream", sink.getvalue()), table)
-        with zi.new_stream(io.BytesIO(), table.schema) as w, pytest.raises(IpcError):
+        with zi.new_stream(io.BytesIO(), schema) as w, pytest.raises(IpcError):
             w.write(b if table is a else a)
 
 

@@ -13,7 +13,8 @@ measured once (memory, not time), after warm-up writes. The columns:
 How each library is measured
 ----------------------------
 zstdpool (``zstdpool.ipc.write_stream(table, level=3)``, output as bytes): its Rust heap is
-counted by ``zstdpool.memory_stats()``; the output ``bytes`` object, which the writer builds
+counted by ``zstdpool.memory_stats()`` (blocks of 4 KiB and more: the buffers that hold data,
+not each call's small bookkeeping); the output ``bytes`` object, which the writer builds
 in place and grows as it goes, is a Python allocation, traced by :mod:`tracemalloc` (as is
 anything else Python allocates during the write); zstd's own contexts are C allocations,
 reported by ``zstdpool.pool_stats()["idle_bytes"]`` (zstd's sizeof) once they are back in the

@@ -6,7 +6,7 @@ use std::ffi::CStr;
 use pyo3::buffer::PyUntypedBuffer;
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyType};
 
 use crate::pages::advise_huge_pages;
 
@@ -121,16 +121,19 @@ pub fn type_name(obj: &Bound<'_, PyAny>) -> String {
         .unwrap_or_else(|_| "?".into())
 }
 
-/// Whether `obj`'s type is exactly the static type named `name` ("module.Type"), as C and
-/// Cython extensions (pyarrow's) define them. Classes made at run time are heap types and never
-/// match, whatever name they were given.
+/// Whether `ty` was made at run time (a Python class): heap types. C and Cython extensions
+/// (pyarrow's) define static ones.
+pub fn is_heap_type(ty: &Bound<'_, PyType>) -> bool {
+    // SAFETY: a live type object, read with the GIL.
+    unsafe { pyo3::ffi::PyType_GetFlags(ty.as_type_ptr()) & pyo3::ffi::Py_TPFLAGS_HEAPTYPE != 0 }
+}
+
+/// Whether `obj`'s type is exactly the static type named `name` ("module.Type"). Heap types
+/// never match, whatever name they were given.
 pub fn is_exact_type(obj: &Bound<'_, PyAny>, name: &CStr) -> bool {
-    let ty = obj.get_type().as_type_ptr();
-    // SAFETY: a live type object, read with the GIL; tp_name is a NUL-terminated string.
-    unsafe {
-        pyo3::ffi::PyType_GetFlags(ty) & pyo3::ffi::Py_TPFLAGS_HEAPTYPE == 0
-            && CStr::from_ptr((*ty).tp_name) == name
-    }
+    let ty = obj.get_type();
+    // SAFETY: tp_name of a live type object is a NUL-terminated string, read with the GIL.
+    !is_heap_type(&ty) && unsafe { CStr::from_ptr((*ty.as_type_ptr()).tp_name) } == name
 }
 
 /// A new bytes object of `len` bytes that `fill` writes in full before anyone sees it: no

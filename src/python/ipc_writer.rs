@@ -2,18 +2,19 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::SchemaRef;
+use pyo3::exceptions::PyValueError;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyString};
 use pyo3_arrow::{PyRecordBatch, PySchema};
 
 use super::args::{level_arg, threads_arg};
-use super::buffer::{is_exact_type, type_name};
+use super::buffer::{is_exact_type, is_heap_type, type_name};
 use super::held::Held;
 use super::io::Sink;
 use super::pool::{pool_or_default, PyContextPool};
@@ -76,53 +77,86 @@ fn writer_options(
 }
 
 /// What `write` was given, as Arrow: one batch (the common case, with no stream around it),
-/// a C stream not yet imported, or the stream imported.
+/// or a C stream taken from its capsule and not yet imported.
 enum Input {
     Batch(RecordBatch),
-    /// Left for the detached part of the write: importing a stream asks its producer for the
-    /// schema and converts it, work that need not hold the GIL.
+    /// Imported by the detached part of the write: asking the producer for the schema and
+    /// converting it need not hold the GIL.
     Exported(FFI_ArrowArrayStream),
-    Stream(Box<dyn RecordBatchReader + Send>),
 }
 
+/// An [`Input`] imported, ready to be read batch by batch.
+enum Imported {
+    /// The batch's schema, and the batch until it is read.
+    Batch(SchemaRef, Option<RecordBatch>),
+    Stream(ArrowArrayStreamReader),
+}
+
+// Producer callbacks (get_schema, get_next, release) run without the GIL, on the writing
+// thread, as the C stream interface allows: consumers such as DuckDB and polars call them from
+// threads of their own, so producers that need the GIL take it themselves.
 impl Input {
-    /// The input's schema, importing an exported stream first. Runs without the GIL.
-    fn schema(&mut self) -> Result<SchemaRef, Failure> {
-        if let Input::Exported(stream) = self {
-            let stream = std::mem::replace(stream, FFI_ArrowArrayStream::empty());
-            let reader = std::panic::catch_unwind(|| ArrowArrayStreamReader::try_new(stream))
-                .map_err(|_| Failure::Encode(import_failed()))?
-                .map_err(|e| Failure::Encode(Error::from(e).into()))?;
-            *self = Input::Stream(Box::new(reader));
+    /// Imports an exported stream's schema. Runs without the GIL.
+    fn import(self) -> Result<Imported, Failure> {
+        match self {
+            Input::Batch(b) => Ok(Imported::Batch(b.schema(), Some(b))),
+            Input::Exported(stream) => {
+                std::panic::catch_unwind(|| ArrowArrayStreamReader::try_new(stream))
+                    .map_err(|_| Failure::Encode(import_failed()))?
+                    .map(Imported::Stream)
+                    // A stream of something other than record batches (a ChunkedArray, a
+                    // polars Series) is refused here: the object cannot be written.
+                    .map_err(|e| Failure::Import(PyValueError::new_err(e.to_string())))
+            }
         }
-        Ok(match self {
-            Input::Batch(b) => b.schema(),
-            Input::Stream(r) => r.schema(),
-            Input::Exported(_) => unreachable!("imported above"),
-        })
     }
 }
 
-/// Whether `obj` has the attribute `name`. CPython's `PyObject_HasAttr` answers a miss without
-/// building the AttributeError that pyo3's `hasattr` formats and clears (half a microsecond,
-/// a twentieth of writing a small table, on Python before 3.13); errors other than a missing
-/// attribute count as a miss, which is what a capability check wants.
-fn has_attr(obj: &Bound<'_, PyAny>, name: &Bound<'_, PyString>) -> bool {
+impl Imported {
+    fn schema(&self) -> SchemaRef {
+        match self {
+            Imported::Batch(schema, _) => schema.clone(),
+            Imported::Stream(r) => r.schema(),
+        }
+    }
+
+    /// The next batch, or None at the end. Runs without the GIL.
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>, Failure> {
+        match self {
+            Imported::Batch(_, b) => Ok(b.take()),
+            Imported::Stream(reader) => {
+                let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()))
+                    .map_err(|_| Failure::Encode(import_failed()))?;
+                next.transpose()
+                    .map_err(|e| Failure::Encode(Error::from(e).into()))
+            }
+        }
+    }
+}
+
+/// Whether `obj` has the attribute `name`. Before Python 3.13 pyo3's `hasattr` builds and
+/// formats the AttributeError of a miss before discarding it (half a microsecond per write of
+/// a pyarrow Table, which has no `__arrow_c_array__`); `PyObject_HasAttr` answers a miss
+/// without one, but also takes any other error for a miss, so [`to_input`] asks again through
+/// `hasattr` before it refuses an object. From 3.13 `hasattr` is as cheap and is used.
+fn has_attr(obj: &Bound<'_, PyAny>, name: &Bound<'_, PyString>) -> PyResult<bool> {
+    static CHEAP_HASATTR: OnceLock<bool> = OnceLock::new();
+    if *CHEAP_HASATTR.get_or_init(|| obj.py().version_info() >= (3, 13)) {
+        return obj.hasattr(name);
+    }
     // SAFETY: both pointers are live references held by the caller, with the GIL.
-    unsafe { pyo3::ffi::PyObject_HasAttr(obj.as_ptr(), name.as_ptr()) == 1 }
+    Ok(unsafe { pyo3::ffi::PyObject_HasAttr(obj.as_ptr(), name.as_ptr()) == 1 })
 }
 
 /// Whether `obj` is a pandas object. pandas' classes are Python classes; checking that first
 /// spares static types (pyarrow's) a `__module__` string built on every call.
-fn is_pandas(obj: &Bound<'_, PyAny>) -> bool {
+fn is_pandas(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     let ty = obj.get_type();
-    // SAFETY: a live type object, with the GIL.
-    let flags = unsafe { pyo3::ffi::PyType_GetFlags(ty.as_type_ptr()) };
-    flags & pyo3::ffi::Py_TPFLAGS_HEAPTYPE != 0
+    Ok(is_heap_type(&ty)
         && ty
             .module()
             .is_ok_and(|m| m.to_str().is_ok_and(|m| m.starts_with("pandas")))
-        && has_attr(obj, intern!(obj.py(), "to_numpy"))
+        && has_attr(obj, intern!(obj.py(), "to_numpy"))?)
 }
 
 /// Turns what `write` accepts into Arrow: pandas DataFrames go through pyarrow (keeping the
@@ -132,7 +166,7 @@ fn is_pandas(obj: &Bound<'_, PyAny>) -> bool {
 fn to_input(data: &Bound<'_, PyAny>) -> PyResult<Input> {
     let py = data.py();
     let converted;
-    let data = if is_pandas(data) {
+    let data = if is_pandas(data)? {
         converted = py
             .import("pyarrow")?
             .getattr("Table")?
@@ -141,29 +175,29 @@ fn to_input(data: &Bound<'_, PyAny>) -> PyResult<Input> {
     } else {
         data
     };
-    let imported = if has_attr(data, intern!(py, "__arrow_c_array__")) {
+    let (array, stream) = (
+        intern!(py, "__arrow_c_array__"),
+        intern!(py, "__arrow_c_stream__"),
+    );
+    let exported = if has_attr(data, array)? {
         // arrow-rs's C data import panics on some valid inputs (sliced structs nested in
         // structs, apache/arrow-rs#9235); that must reach the caller as an exception.
         let batch = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             data.extract::<PyRecordBatch>()
         }))
         .map_err(|_| import_failed())?;
-        Some(batch.map(|b| Input::Batch(b.into_inner())))
-    } else if has_attr(data, intern!(py, "__arrow_c_stream__")) {
-        Some(take_stream(data).map(Input::Exported))
+        batch.map(|b| Input::Batch(b.into_inner()))
+    } else if has_attr(data, stream)? {
+        take_stream(data).map(Input::Exported)
     } else {
-        None
+        // Asked again through `hasattr`: what the object's attribute lookup raised, other than
+        // AttributeError, is the better error (see `has_attr`).
+        data.hasattr(array)?;
+        data.hasattr(stream)?;
+        return Err(cannot_write(data));
     };
-    match imported {
-        Some(Ok(input)) => Ok(input),
-        // The object claims the interface but its export failed: say why.
-        Some(Err(cause)) => {
-            let err = cannot_write(data);
-            err.set_cause(py, Some(cause));
-            Err(err)
-        }
-        None => Err(cannot_write(data)),
-    }
+    // The object offers the interface but its export failed: say why.
+    exported.map_err(|cause| cannot_write_because(data, cause))
 }
 
 fn cannot_write(data: &Bound<'_, PyAny>) -> PyErr {
@@ -173,6 +207,12 @@ fn cannot_write(data: &Bound<'_, PyAny>) -> PyErr {
          (polars, duckdb, arro3, nanoarrow)",
         type_name(data)
     ))
+}
+
+fn cannot_write_because(data: &Bound<'_, PyAny>, cause: PyErr) -> PyErr {
+    let err = cannot_write(data);
+    err.set_cause(data.py(), Some(cause));
+    err
 }
 
 /// Calls `__arrow_c_stream__` and moves the stream out of its capsule (which is left released).
@@ -188,7 +228,7 @@ fn take_stream(data: &Bound<'_, PyAny>) -> PyResult<FFI_ArrowArrayStream> {
                 .ok()
                 .flatten()
                 .map(|n| unsafe { n.as_cstr() });
-            pyo3::exceptions::PyValueError::new_err(format!(
+            PyValueError::new_err(format!(
                 "__arrow_c_stream__ returned a capsule named {}, not \"arrow_array_stream\"",
                 name.map_or("None".into(), |n| format!("{:?}", n.to_string_lossy()))
             ))
@@ -208,42 +248,35 @@ fn import_failed() -> PyErr {
     .into()
 }
 
-/// Writes every batch of `input`, releasing the GIL once for all of them: reading the next
-/// batch, encoding and compressing run without it, and only a Python sink's `write` (or a
-/// bytes output's growth) takes it back. Released around each step instead, a thread hands
-/// the GIL to another and then waits for it at every step: two threads writing 4096-row
-/// tables got 1.3x one thread's throughput instead of 1.8x.
-/// The input is dropped by the caller, with the GIL: a producer's release callback may
-/// expect it.
-fn write_input(py: Python<'_>, open: &mut Open, input: &mut Input) -> Result<(), Failure> {
-    py.detach(|| write_batches(open, input))
-}
-
-/// The detached part of [`write_input`].
-fn write_batches(open: &mut Open, input: &mut Input) -> Result<(), Failure> {
-    input.schema()?;
-    match input {
-        Input::Batch(b) => open.write_batch(b),
-        Input::Exported(_) => unreachable!("imported by schema()"),
-        Input::Stream(reader) => loop {
-            let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()))
-                .map_err(|_| Failure::Encode(import_failed()))?;
-            match next {
-                None => return Ok(()),
-                Some(batch) => {
-                    let batch = batch.map_err(|e| Failure::Encode(Error::from(e).into()))?;
-                    open.write_batch(&batch)?;
-                }
-            }
-        },
+/// Writes every batch of `input`; runs without the GIL, which the caller releases once for
+/// the whole loop: reading the next batch, encoding and compressing run without it, and only a
+/// Python sink's `write` (or a bytes output's growth) takes it back. Released around each step
+/// instead, a thread hands the GIL to another and then waits for it at every step: two threads
+/// writing 4096-row tables got 1.3x one thread's throughput instead of 1.8x.
+fn write_batches(open: &mut Open, input: &mut Imported) -> Result<(), Failure> {
+    while let Some(batch) = input.next_batch()? {
+        open.write_batch(&batch)?;
     }
+    Ok(())
 }
 
-/// Why a write failed: the batch (nothing was written; the writer goes on) or the sink
-/// (the output is incomplete; the writer is abandoned).
+/// Why a write failed: the input (it cannot be imported), the batch (nothing was written; the
+/// writer goes on) or the sink (the output is incomplete; the writer is abandoned).
 enum Failure {
+    Import(PyErr),
     Encode(PyErr),
     Sink(PyErr),
+}
+
+impl Failure {
+    /// The exception for a failed write of `data`: an input that cannot be imported is an
+    /// object that cannot be written, with the reason as the cause.
+    fn into_err(self, data: &Bound<'_, PyAny>) -> PyErr {
+        match self {
+            Failure::Import(cause) => cannot_write_because(data, cause),
+            Failure::Encode(e) | Failure::Sink(e) => e,
+        }
+    }
 }
 
 struct Open {
@@ -300,24 +333,26 @@ impl Open {
         result
     }
 
-    /// Writes the end of the output (see `IpcWriter::finish`) without the GIL; a Python
-    /// sink takes it for its `write`. The caller commits or discards the sink.
-    fn finish_detached(&mut self) -> Result<(), Failure> {
+    /// Encodes the end of the output (see `IpcWriter::finish`) into the scratch buffer.
+    fn encode_tail(&mut self) -> crate::error::Result<()> {
         self.scratch.clear();
-        self.writer
-            .finish(&mut self.scratch)
-            .map_err(|e| Failure::Encode(e.into()))?;
+        self.writer.finish(&mut self.scratch)
+    }
+
+    /// Writes the end of the output without the GIL; a Python sink takes it for its `write`.
+    /// The caller commits or discards the sink.
+    fn finish_detached(&mut self) -> Result<(), Failure> {
+        self.encode_tail().map_err(|e| Failure::Encode(e.into()))?;
         self.sink
             .write_detached(&self.scratch)
             .map_err(Failure::Sink)
     }
 
+    /// As `finish_detached`, with the GIL held (a writer's `close`), then commits the sink.
     fn finish<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyBytes>>> {
-        let mut tail = Vec::new();
-        let result = (|| {
-            self.writer.finish(&mut tail)?;
-            self.sink.write(py, &tail)?;
-            Ok(())
+        let result = (|| -> PyResult<()> {
+            self.encode_tail()?;
+            self.sink.write(py, &self.scratch)
         })();
         match result {
             Ok(()) => self.sink.commit(py),
@@ -374,17 +409,18 @@ impl PyIpcWriter {
     /// Writes every batch of `data`; a failure closes the writer (sink errors) or leaves it
     /// usable (a batch that does not fit), never with part of a batch written.
     fn write_data(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        let mut input = to_input(data)?;
+        let input = to_input(data)?;
         let mut open = self.open.take()?;
-        let result = write_input(py, &mut open, &mut input);
+        let open_ref: &mut Open = &mut open;
+        let result = py.detach(move || write_batches(open_ref, &mut input.import()?));
         self.record(&open.writer);
         match result {
             Ok(()) => Ok(()),
-            Err(Failure::Encode(e)) => Err(e),
             Err(Failure::Sink(e)) => {
                 open.retire().abandon();
                 Err(e)
             }
+            Err(failure) => Err(failure.into_err(data)),
         }
     }
 }
@@ -521,10 +557,11 @@ impl Drop for PyIpcWriter {
 }
 
 /// The last pyarrow Schema a writer was opened with, and its import, matched by identity. A
-/// service opening a writer per table passes the same schema object each time, and importing
-/// it through `__arrow_c_schema__` is a twentieth of writing a small table. pyarrow Schemas
-/// are immutable, and the reference held here keeps the identity from passing to another
-/// object.
+/// service that keeps its schema in a variable (a module constant, a writer factory) passes
+/// the same object to every writer, and importing it through `__arrow_c_schema__` is a
+/// twentieth of writing a small table. (`table.schema` makes a new object on every access, so
+/// it is imported each time.) pyarrow Schemas are immutable, and the reference held here,
+/// one schema for the life of the process, keeps the identity from passing to another object.
 static LAST_SCHEMA: Mutex<Option<(Py<PyAny>, SchemaRef)>> = Mutex::new(None);
 
 fn schema_of(schema: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
@@ -625,6 +662,12 @@ fn require_sink(sink: &Bound<'_, PyAny>) -> PyResult<()> {
 }
 
 /// Writes `data` as one IPC stream or file in one call; returns bytes when sink is None.
+///
+/// Everything from importing the input's schema to the end of the output runs in one
+/// detached stretch; with the GIL come only taking the input, opening the sink and the
+/// bytes' final size. The sink is therefore opened before the input's schema is read: an
+/// input that turns out unwritable leaves no file (a path sink's temporary file is removed),
+/// and a sink that cannot be opened is reported before it.
 fn write_all<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
@@ -632,20 +675,20 @@ fn write_all<'py>(
     options: WriterOptions,
     pool: &ContextPool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let mut input = to_input(data)?;
+    let input = to_input(data)?;
     let sink = Sink::open(py, sink)?;
-    let input_ref = &mut input;
-    // Everything from importing the schema to the end of the output runs in one detached
-    // stretch; with the GIL come only the bytes' final size (commit) and dropping the input.
     let (result, mut sink) = py.detach(move || {
-        let writer = input_ref.schema().and_then(|schema| {
-            IpcWriter::try_new(schema, options, pool).map_err(|e| Failure::Encode(e.into()))
+        let started = input.import().and_then(|input| {
+            let writer = IpcWriter::try_new(input.schema(), options, pool)
+                .map_err(|e| Failure::Encode(e.into()))?;
+            Ok((input, writer))
         });
-        let mut open = match writer {
-            Ok(writer) => Open::with_sink(writer, sink),
+        let (mut input, writer) = match started {
+            Ok(started) => started,
             Err(e) => return (Err(e), sink),
         };
-        let result = write_batches(&mut open, input_ref).and_then(|()| open.finish_detached());
+        let mut open = Open::with_sink(writer, sink);
+        let result = write_batches(&mut open, &mut input).and_then(|()| open.finish_detached());
         if result.is_err() {
             open.writer.abandon();
         }
@@ -653,9 +696,9 @@ fn write_all<'py>(
     });
     match result {
         Ok(()) => sink.commit(py),
-        Err(Failure::Encode(e) | Failure::Sink(e)) => {
+        Err(failure) => {
             sink.discard();
-            Err(e)
+            Err(failure.into_err(data))
         }
     }
 }
