@@ -146,10 +146,14 @@ pub fn compress_buffers(
             |_, _, src| piece(src, None),
         )?,
     };
-    // Each frame is freed as soon as it is copied, so frames and output together stay near
-    // the compressed size.
+    // Room for all the frames at once, one growth per batch rather than one per frame: in a
+    // heap, each growth may move the output, copying it into fresh memory that faults page by
+    // page (22 moves for a 40 MB single-batch write); grown at once, a large output gets a
+    // mapping of its own, which later growths extend without copying. The output is then at
+    // most as large as while growing frame by frame, only sooner. Each frame is freed as
+    // soon as it is copied.
+    out.grow_for(encoded.iter().map(|p| p.len() + ALIGNMENT).sum())?;
     for piece in encoded {
-        out.grow_for(piece.len() + ALIGNMENT)?;
         let start = out.len();
         out.extend_from_slice(&piece)?;
         spans.push((start - base, piece.len()));
