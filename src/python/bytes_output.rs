@@ -19,6 +19,8 @@ mod in_place {
     use pyo3::types::PyBytes;
 
     use crate::output::Output;
+    use crate::pages::advise_huge_pages_growable;
+    use pyo3::ffi::PyBytes_AS_STRING;
 
     extern "C" {
         /// CPython's resize of a bytes object that nobody else references (documented in the C
@@ -42,6 +44,9 @@ mod in_place {
         obj: *mut pyo3::ffi::PyObject,
         len: usize,
         cap: usize,
+        /// The object last given the huge-page hint: a growth that moves the block (out of
+        /// the heap into a mapping of its own, say) needs it again.
+        advised: *mut pyo3::ffi::PyObject,
     }
 
     // SAFETY: the object is reachable only through this value, which touches its reference count
@@ -58,11 +63,14 @@ mod in_place {
             if obj.is_null() {
                 return Err(PyErr::fetch(py));
             }
-            Ok(BytesOutput {
+            let mut out = BytesOutput {
                 obj,
                 len: 0,
                 cap: capacity,
-            })
+                advised: std::ptr::null_mut(),
+            };
+            out.advise();
+            Ok(out)
         }
 
         /// Resizes the object to `new_cap` bytes, keeping the first `min(len, new_cap)`.
@@ -85,7 +93,21 @@ mod in_place {
             }
             self.cap = new_cap;
             self.len = self.len.min(new_cap);
+            self.advise();
             Ok(())
+        }
+
+        /// Asks for huge pages on a large output once it sits somewhere new. In a long-lived
+        /// process a large output gets a fresh mapping on each write (nothing keeps the pages
+        /// of the last one, which was the caller's), and writing it then faults once per 4 KiB:
+        /// 20 ms for a 40 MiB output here, 5 ms with huge pages, next to 3 ms for the copy.
+        fn advise(&mut self) {
+            if self.obj != self.advised && self.cap >= crate::pages::MIN_LEN {
+                // SAFETY: a live bytes object whose data is `cap` bytes plus a terminating NUL.
+                let data_end = unsafe { PyBytes_AS_STRING(self.obj) as usize } + self.cap + 1;
+                advise_huge_pages_growable(self.obj.cast::<u8>(), data_end - self.obj as usize);
+                self.advised = self.obj;
+            }
         }
 
         /// The bytes written, as a bytes object of exactly their length. The shrink is a
@@ -129,7 +151,7 @@ mod in_place {
                 return std::ptr::NonNull::dangling().as_ptr();
             }
             // SAFETY: a live bytes object; its data pointer is valid for `cap` bytes.
-            unsafe { pyo3::ffi::PyBytes_AS_STRING(self.obj).cast::<u8>() }
+            unsafe { PyBytes_AS_STRING(self.obj).cast::<u8>() }
         }
 
         fn as_mut_ptr(&mut self) -> *mut u8 {
