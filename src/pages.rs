@@ -35,36 +35,48 @@ pub fn advise_huge_pages(ptr: *const u8, len: usize) {
     let _ = (ptr, len);
 }
 
-/// How far into its first page a block may start and still be taken as the start of its own
-/// mapping: glibc puts a large block 16 bytes in, CPython's debug hooks 16 more.
-#[cfg(target_os = "linux")]
-const MAPPING_HEADER: usize = 64;
-
 /// As [`advise_huge_pages`], for a block that may still grow with `realloc`: `len` bytes from
-/// `block`, the start of the allocation. glibc grows a large block with `mremap`, which works
-/// only within one mapping; advising part of it would split it and turn every later growth into
-/// a copy. So the advice covers the block's pages rounded outward (past its end by a header's
-/// worth, so that the mapping's last page is never left out), and only for a block that starts
-/// its own mapping; a block inside the heap is left alone. Advising again after a growth
-/// that moved the block is the caller's part: one that did not move keeps the advice.
+/// `block`, as returned by `malloc`. glibc serves a large block from a mapping of its own
+/// (always from 32 MiB, from less until its threshold rises) and grows it with `mremap`, which
+/// works only within one mapping: advising part of it would split it and turn every later
+/// growth into a copy. So the advice covers exactly that mapping, and nothing is done for a
+/// block that does not sit where glibc puts one (inside its heap, or under another allocator).
+/// Advising again after a growth that moved the block is the caller's part: `mremap` keeps
+/// the advice on a mapping it extends or moves.
 pub fn advise_huge_pages_growable(block: *const u8, len: usize) {
-    #[cfg(target_os = "linux")]
-    if len >= MIN_LEN && (block as usize) % page_size() < MAPPING_HEADER {
-        let page = page_size();
-        let start = (block as usize) / page * page;
-        let end = (block as usize + len + MAPPING_HEADER).next_multiple_of(page);
-        // SAFETY: MADV_HUGEPAGE changes how untouched pages are backed, never their contents.
-        // The range may reach one page into a neighbouring mapping or a hole (then madvise
-        // advises what is mapped and reports ENOMEM, which is not an error here).
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if len >= MIN_LEN {
+        if let Some((start, end)) = glibc_mapping(block as usize, len) {
+            // SAFETY: MADV_HUGEPAGE changes how untouched pages are backed, never their
+            // contents. Were the block not glibc's mapping after all (a heap block that
+            // happens to start 16 bytes into a page), the hint would reach past it, into
+            // memory of the same heap: still only a hint.
+            unsafe {
+                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+            }
         }
     }
-    #[cfg(not(target_os = "linux"))]
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
     let _ = (block, len);
 }
 
-#[cfg(target_os = "linux")]
+/// The mapping glibc's `malloc(len)` or `realloc(_, len)` made for `block`, if the block is
+/// where such a mapping puts it: 16 bytes in (the chunk header), the mapping being the chunk
+/// (`len` plus 8 bytes, rounded up to 16) and 8 more bytes, rounded up to a page.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn glibc_mapping(block: usize, len: usize) -> Option<(usize, usize)> {
+    const HEADER: usize = 16;
+    let page = page_size();
+    if block % page != HEADER {
+        return None;
+    }
+    let chunk = (len.checked_add(8 + 15)? & !15).max(32);
+    let size = (chunk + 8).checked_next_multiple_of(page)?;
+    let start = block - HEADER;
+    Some((start, start.checked_add(size)?))
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -89,7 +101,7 @@ mod tests {
     }
 
     /// The mappings of this process that overlap `[start, end)`, as (start, end) pairs.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     fn mappings(start: usize, end: usize) -> Vec<(usize, usize)> {
         std::fs::read_to_string("/proc/self/maps")
             .unwrap()
@@ -105,47 +117,63 @@ mod tests {
             .collect()
     }
 
-    #[cfg(target_os = "linux")]
+    /// Sizes around page boundaries, all above glibc's largest mmap threshold (32 MiB), so
+    /// that every one gets a mapping of its own.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn large_sizes() -> impl Iterator<Item = usize> {
+        let base = 40 << 20;
+        [0, 1, 7, 8, 9, 16, 24, 25, 40, 56, 79, 80, 4095, 4096]
+            .into_iter()
+            .flat_map(move |d| [base - d, base + d])
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
-    fn a_growable_block_keeps_its_mapping_whole_and_can_grow_in_place() {
-        let len = 9 << 20;
-        // A block laid out as glibc lays out a large one: 16 bytes into its own mapping.
-        // SAFETY: a fresh anonymous mapping, unmapped at the end of the test.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len + 4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(map, libc::MAP_FAILED);
-        let base = map as usize;
-        // SAFETY: inside the mapping.
-        unsafe { *(base as *mut u8).add(16) = 42 };
-        advise_huge_pages_growable((base + 16) as *const u8, len);
-        // The mapping was advised whole, so it is still one piece (an inner range would have
-        // split it in three), and mremap can grow it.
-        let pieces = mappings(base, base + len + 4096);
-        assert!(
-            pieces
-                .iter()
-                .any(|&(a, b)| a <= base && base + len + 4096 <= b),
-            "the block's mapping was split: {pieces:x?}"
-        );
-        // SAFETY: the whole mapping, grown (and perhaps moved) by the kernel; unmapped after.
-        let grown = unsafe { libc::mremap(map, len + 4096, 2 * len, libc::MREMAP_MAYMOVE) };
-        assert_ne!(grown, libc::MAP_FAILED);
-        // SAFETY: the grown mapping keeps the contents and is unmapped once.
-        unsafe {
-            assert_eq!(*(grown as *const u8).add(16), 42);
-            libc::munmap(grown, 2 * len);
+    fn the_mapping_is_the_one_glibc_made() {
+        for len in large_sizes() {
+            // SAFETY: a fresh block, freed below; malloc_usable_size reads its header.
+            unsafe {
+                let p = libc::malloc(len);
+                assert!(!p.is_null());
+                let block = p as usize;
+                // glibc's usable size of a mapped chunk runs to the end of its mapping.
+                let end = block + libc::malloc_usable_size(p);
+                assert_eq!(
+                    glibc_mapping(block, len),
+                    Some((block - 16, end)),
+                    "malloc({len})"
+                );
+                libc::free(p);
+            }
         }
-        // A block in the middle of a page (inside a heap) and a small one are left alone.
-        let v = vec![0u8; 9 << 20];
-        advise_huge_pages_growable(v[100..].as_ptr(), 8 << 20);
-        advise_huge_pages_growable(v.as_ptr(), 1000);
+        // Not where glibc puts a mapped block: left alone.
+        assert_eq!(glibc_mapping(4096 * 100 + 17, 40 << 20), None);
+        assert_eq!(glibc_mapping(4096 * 100, 40 << 20), None);
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn a_growable_block_keeps_its_mapping_whole_and_its_contents() {
+        for len in large_sizes().take(6) {
+            // SAFETY: a fresh block, written, reallocated and freed once.
+            unsafe {
+                let p = libc::malloc(len).cast::<u8>();
+                assert!(!p.is_null());
+                *p = 42;
+                advise_huge_pages_growable(p, len);
+                let (start, end) = glibc_mapping(p as usize, len).unwrap();
+                // Advised whole, the mapping is still one piece (an inner range would have
+                // split it), so mremap can grow it.
+                let pieces = mappings(start, end);
+                assert!(
+                    pieces.iter().any(|&(a, b)| a <= start && end <= b),
+                    "the block's mapping was split: {pieces:x?}"
+                );
+                let grown = libc::realloc(p.cast(), 2 * len).cast::<u8>();
+                assert!(!grown.is_null());
+                assert_eq!(*grown, 42);
+                libc::free(grown.cast());
+            }
+        }
     }
 }

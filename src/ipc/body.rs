@@ -149,9 +149,11 @@ pub fn compress_buffers(
     // Room for all the frames at once, one growth per batch rather than one per frame: in a
     // heap, each growth may move the output, copying it into fresh memory that faults page by
     // page (22 moves for a 40 MB single-batch write); grown at once, a large output gets a
-    // mapping of its own, which later growths extend without copying. The output is then at
-    // most as large as while growing frame by frame, only sooner. Each frame is freed as
-    // soon as it is copied.
+    // mapping of its own, which later growths extend without copying. The cost: until the
+    // frames are copied (each is freed as soon as it is), the output's room and the frames
+    // are both allocated, up to twice the batch's compressed size on top of the output so far
+    // (the room is touched only as it is filled; a moving growth briefly held two copies of
+    // the whole output instead).
     out.grow_for(encoded.iter().map(|p| p.len() + ALIGNMENT).sum())?;
     for piece in encoded {
         let start = out.len();
