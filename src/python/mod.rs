@@ -36,6 +36,7 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pool::pool_stats, m)?)?;
     m.add_function(wrap_pyfunction!(pool::memory_stats, m)?)?;
     m.add_function(wrap_pyfunction!(pool::reset_peak_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::_resolve_threads, m)?)?;
     m.add_function(wrap_pyfunction!(codec::compress, m)?)?;
     m.add_function(wrap_pyfunction!(codec::decompress, m)?)?;
     m.add_function(wrap_pyfunction!(codec::decompress_into, m)?)?;

@@ -230,6 +230,15 @@ pub fn memory_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(d)
 }
 
+/// The number of threads a write or read with `threads=requested` uses for `items` pieces
+/// of `total_bytes` (the core's rule, for the benchmark harness's memory targets).
+#[pyfunction]
+#[pyo3(signature = (requested, total_bytes, items))]
+pub fn _resolve_threads(requested: Option<i64>, total_bytes: usize, items: usize) -> PyResult<usize> {
+    let requested = super::args::threads_arg(requested)?;
+    Ok(crate::parallel::resolve_threads(requested, total_bytes, items)?)
+}
+
 /// Starts a new peak measurement of `memory_stats()["peak_bytes"]` from what is held now;
 /// returns the previous peak.
 #[pyfunction]
