@@ -1,119 +1,422 @@
-//! One-shot codec operations shared by the Python API and the IPC stages: deciding how to
-//! decompress a frame safely, and lz4 frames for Arrow's LZ4_FRAME codec.
+//! The codec API: one-shot `compress`/`decompress` on the default pool, and leases
+//! (`Compressor`, `Decompressor`) that keep one context for a series of calls.
 
-use std::io::{Read, Write};
+use pyo3::prelude::*;
 
-use crate::context::{frame_content_size, is_single_frame, ContentSize};
-use crate::error::{Error, Result};
-use crate::output::{Output, OutputWriter};
+use crate::errors::OrRaise as _;
+use pyo3::types::{PyBytes, PyList};
 
-/// The default `max_output_size` of one-shot decompression: large enough for real data,
-/// small enough that a hostile header cannot make the process allocate without bound.
-pub const DEFAULT_MAX_OUTPUT_SIZE: usize = 1 << 30;
+use crate::buffer::{new_bytes_filled, ByteView};
+use crate::held::Held;
+use crate::pool::{pool_or_default, PyContextPool};
+use zstdpool_core::codec::{plan_decompress, DecompressPlan, DEFAULT_MAX_OUTPUT_SIZE};
+use zstdpool_core::context::{
+    CompressParams, Compressor, DecompressParams, Decompressor, DEFAULT_LEVEL,
+};
+use zstdpool_core::error::Error;
+use zstdpool_core::parallel::{for_each_parallel, resolve_threads};
+use zstdpool_core::params;
+use zstdpool_core::pool::Lease;
 
-/// How to decompress a zstd input within a size limit.
-#[derive(Debug, PartialEq, Eq)]
-pub enum DecompressPlan {
-    /// One frame whose header gives its size: allocate exactly that and decompress into it.
-    Exact(usize),
-    /// No size in the header, or several frames: decompress growing the output, up to the limit.
-    Streaming,
+// The signatures below spell these defaults as literals so that help() shows them.
+const _: () = assert!(DEFAULT_LEVEL == 3 && DEFAULT_MAX_OUTPUT_SIZE == 1 << 30);
+
+fn compress_params(
+    level: i64,
+    checksum: bool,
+    window_log: Option<i64>,
+) -> PyResult<CompressParams> {
+    let params = CompressParams {
+        level: params::level(level).or_raise()?,
+        checksum,
+        window_log: params::window_log("window_log", window_log).or_raise()?,
+    };
+    params.validate().or_raise()?;
+    Ok(params)
 }
 
-/// Reads the frame header and decides, refusing sizes over `limit` before anything is allocated.
-pub fn plan_decompress(src: &[u8], limit: usize) -> Result<DecompressPlan> {
-    match frame_content_size(src)? {
-        ContentSize::Known(n) if n > limit as u64 => Err(Error::Limit(format!(
-            "the zstd frame declares {n} bytes of content, more than max_output_size ({limit} bytes)"
-        ))),
-        ContentSize::Known(n) if is_single_frame(src) => Ok(DecompressPlan::Exact(n as usize)),
-        _ => Ok(DecompressPlan::Streaming),
-    }
+fn compress_one<'py>(
+    py: Python<'py>,
+    c: &mut Compressor,
+    data: &ByteView,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let frame = py
+        .detach(|| c.compress_to_scratch(data.as_slice()))
+        .or_raise()?;
+    Ok(PyBytes::new(py, frame))
 }
 
-/// Compresses `src` as one lz4 frame appended to `out`; returns the frame's length.
-pub fn lz4_compress_append<O: Output + ?Sized>(src: &[u8], out: &mut O) -> Result<usize> {
-    let start = out.len();
-    out.grow_for(lz4_flex::block::get_maximum_output_size(src.len()) + 32)?;
-    let mut encoder = lz4_flex::frame::FrameEncoder::new(OutputWriter(&mut *out));
-    encoder.write_all(src)?;
-    encoder
-        .finish()
-        .map_err(|e| Error::Compress(format!("lz4: {e}")))?;
-    Ok(out.len() - start)
-}
-
-/// Decompresses one lz4 frame that must hold exactly `dst.len()` bytes.
-pub fn lz4_decompress_exact(src: &[u8], dst: &mut [u8]) -> Result<()> {
-    let corrupt = |e: std::io::Error| Error::Corrupt(format!("corrupt lz4 data: {e}"));
-    let mut decoder = lz4_flex::frame::FrameDecoder::new(src);
-    decoder.read_exact(dst).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            Error::Corrupt(format!(
-                "lz4 data holds fewer bytes than the {} declared",
-                dst.len()
-            ))
-        } else {
-            corrupt(e)
-        }
-    })?;
-    let mut extra = [0u8; 1];
-    match decoder.read(&mut extra) {
-        Ok(0) => Ok(()),
-        Ok(_) => Err(Error::Corrupt(format!(
-            "lz4 data holds more bytes than the {} declared",
-            dst.len()
-        ))),
-        Err(e) => Err(corrupt(e)),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::context::{CompressParams, Compressor};
-
-    #[test]
-    fn plan_refuses_huge_declared_sizes() {
-        let mut c = Compressor::new(CompressParams::level(1)).unwrap();
-        let frame = c.compress_to_scratch(&vec![0u8; 5000]).unwrap().to_vec();
-        assert_eq!(
-            plan_decompress(&frame, 5000).unwrap(),
-            DecompressPlan::Exact(5000)
-        );
-        let err = plan_decompress(&frame, 4999).unwrap_err();
-        assert!(
-            err.to_string().contains("max_output_size (4999 bytes)"),
-            "{err}"
-        );
-        let mut two = frame.clone();
-        two.extend_from_slice(&frame);
-        assert_eq!(
-            plan_decompress(&two, 1 << 20).unwrap(),
-            DecompressPlan::Streaming
-        );
-        assert!(plan_decompress(b"", 10).is_err());
-        assert!(plan_decompress(b"not zstd", 10).is_err());
-    }
-
-    #[test]
-    fn lz4_round_trip_and_length_checks() {
-        let data: Vec<u8> = (0..50_000u32).map(|i| (i % 17) as u8).collect();
-        let mut out = b"xx".to_vec();
-        let n = lz4_compress_append(&data, &mut out).unwrap();
-        assert_eq!(out.len(), n + 2);
-        let frame = &out[2..];
-        let mut dst = vec![0u8; data.len()];
-        lz4_decompress_exact(frame, &mut dst).unwrap();
-        assert_eq!(dst, data);
-        let mut short = vec![0u8; data.len() - 1];
-        assert!(lz4_decompress_exact(frame, &mut short).is_err());
-        let mut long = vec![0u8; data.len() + 1];
-        assert!(lz4_decompress_exact(frame, &mut long).is_err());
-        // Cuts inside the header or the data (lz4_flex tolerates a missing end mark, which loses
-        // nothing).
-        for cut in [0, 1, 5, frame.len() / 2, frame.len() - 5] {
-            assert!(lz4_decompress_exact(&frame[..cut], &mut dst).is_err());
+fn decompress_one<'py>(
+    py: Python<'py>,
+    d: &mut Decompressor,
+    src: &[u8],
+    limit: usize,
+) -> PyResult<Bound<'py, PyBytes>> {
+    match plan_decompress(src, limit).or_raise()? {
+        DecompressPlan::Exact(n) => new_bytes_filled(py, n, |dst, len| {
+            // The address crosses to the GIL-free closure as a number (raw pointers are not Send).
+            let dst = dst as usize;
+            // SAFETY: `new_bytes_filled` hands over `len` writable bytes that nothing else
+            // sees until it returns.
+            py.detach(|| unsafe { d.decompress_exact_raw(src, dst as *mut u8, len) })
+                .map_err(crate::errors::from_core)
+        }),
+        DecompressPlan::Streaming => {
+            let out = py
+                .detach(|| d.decompress_streaming(src, limit))
+                .or_raise()?;
+            Ok(PyBytes::new(py, &out))
         }
     }
+}
+
+fn decompress_into_one(
+    py: Python<'_>,
+    d: &mut Decompressor,
+    src: &[u8],
+    out: &mut ByteView,
+) -> PyResult<usize> {
+    let dst = out.as_mut_slice();
+    py.detach(|| d.decompress_into(src, dst)).or_raise()
+}
+
+/// Compresses `data` (any bytes-like object) into one standard zstd frame, with a warm
+/// context from the pool. Returns bytes of exactly the frame's size.
+#[pyfunction]
+#[pyo3(signature = (data, level=3, *, checksum=false, window_log=None, pool=None))]
+pub fn compress<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    level: i64,
+    checksum: bool,
+    window_log: Option<i64>,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let view = ByteView::new(data, "data")?;
+    let mut lease = pool_or_default(pool)
+        .compressor(compress_params(level, checksum, window_log)?)
+        .or_raise()?;
+    compress_one(py, &mut lease, &view)
+}
+
+/// Decompresses one or more zstd frames. Output larger than `max_output_size` bytes is refused
+/// (a frame that declares a larger size is refused before anything is allocated).
+#[pyfunction]
+#[pyo3(signature = (data, *, max_output_size=1073741824, pool=None))]
+pub fn decompress<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    max_output_size: i64,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let max_output_size = params::size("max_output_size", max_output_size).or_raise()?;
+    let view = ByteView::new(data, "data")?;
+    let mut lease = pool_or_default(pool)
+        .decompressor(DecompressParams::default())
+        .or_raise()?;
+    decompress_one(py, &mut lease, view.as_slice(), max_output_size)
+}
+
+/// Decompresses zstd frames into `out`, a writable buffer (bytearray, numpy array...).
+/// Returns the number of bytes written; fails if they do not fit.
+#[pyfunction]
+#[pyo3(signature = (data, out, *, pool=None))]
+pub fn decompress_into<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    out: &Bound<'py, PyAny>,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<usize> {
+    let view = ByteView::new(data, "data")?;
+    let mut dst = ByteView::new_writable(out, "out")?;
+    let mut lease = pool_or_default(pool)
+        .decompressor(DecompressParams::default())
+        .or_raise()?;
+    decompress_into_one(py, &mut lease, view.as_slice(), &mut dst)
+}
+
+/// Borrows a compression context from the pool for a series of calls. Use it as a context
+/// manager, or call `close()`; it also goes back when collected.
+#[pyfunction]
+#[pyo3(signature = (level=3, *, checksum=false, window_log=None, pool=None))]
+pub fn compressor(
+    level: i64,
+    checksum: bool,
+    window_log: Option<i64>,
+    pool: Option<&Bound<'_, PyContextPool>>,
+) -> PyResult<PyCompressor> {
+    let params = compress_params(level, checksum, window_log)?;
+    let lease = pool_or_default(pool).compressor(params).or_raise()?;
+    Ok(PyCompressor {
+        lease: Held::new(lease, "Compressor"),
+        params,
+    })
+}
+
+/// Borrows a decompression context from the pool for a series of calls.
+#[pyfunction]
+#[pyo3(signature = (*, max_output_size=1073741824, pool=None))]
+pub fn decompressor(
+    max_output_size: i64,
+    pool: Option<&Bound<'_, PyContextPool>>,
+) -> PyResult<PyDecompressor> {
+    let max_output_size = params::size("max_output_size", max_output_size).or_raise()?;
+    let lease = pool_or_default(pool)
+        .decompressor(DecompressParams::default())
+        .or_raise()?;
+    Ok(PyDecompressor {
+        lease: Held::new(lease, "Decompressor"),
+        max_output_size,
+    })
+}
+
+/// A compression context leased from a pool, for one thread at a time.
+#[pyclass(frozen, name = "Compressor", module = "zstdpool")]
+pub struct PyCompressor {
+    lease: Held<Lease<Compressor>>,
+    params: CompressParams,
+}
+
+#[pymethods]
+impl PyCompressor {
+    /// Compresses `data` into one zstd frame (bytes of exactly the frame's size).
+    fn compress<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let view = ByteView::new(data, "data")?;
+        let mut lease = self.lease.take()?;
+        compress_one(py, &mut lease, &view)
+    }
+
+    /// Gives the context back to its pool. Idempotent.
+    fn close(&self) {
+        drop(self.lease.close());
+    }
+
+    /// Whether the context has gone back to its pool.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lease.is_closed()
+    }
+
+    /// The zstd level this compressor writes at.
+    #[getter]
+    fn level(&self) -> i32 {
+        self.params.level
+    }
+
+    /// Whether each frame carries a content checksum.
+    #[getter]
+    fn checksum(&self) -> bool {
+        self.params.checksum
+    }
+
+    /// The window log set for this compressor, or None for the level's own.
+    #[getter]
+    fn window_log(&self) -> Option<u32> {
+        (self.params.window_log != 0).then_some(self.params.window_log)
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        slf.lease.check_open()?;
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<zstdpool.Compressor level={} checksum={}{}>",
+            self.params.level,
+            self.params.checksum,
+            if self.closed() { " closed" } else { "" }
+        )
+    }
+}
+
+/// A decompression context leased from a pool, for one thread at a time.
+#[pyclass(frozen, name = "Decompressor", module = "zstdpool")]
+pub struct PyDecompressor {
+    lease: Held<Lease<Decompressor>>,
+    max_output_size: usize,
+}
+
+#[pymethods]
+impl PyDecompressor {
+    /// Decompresses one or more zstd frames, refusing output past `max_output_size`
+    /// (default: the limit given when the lease was taken).
+    #[pyo3(signature = (data, *, max_output_size=None))]
+    fn decompress<'py>(
+        &self,
+        py: Python<'py>,
+        data: &Bound<'py, PyAny>,
+        max_output_size: Option<i64>,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let limit = match max_output_size {
+            Some(n) => params::size("max_output_size", n).or_raise()?,
+            None => self.max_output_size,
+        };
+        let view = ByteView::new(data, "data")?;
+        let mut lease = self.lease.take()?;
+        decompress_one(py, &mut lease, view.as_slice(), limit)
+    }
+
+    /// Decompresses into the writable buffer `out`; returns the number of bytes written.
+    fn decompress_into(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+    ) -> PyResult<usize> {
+        let view = ByteView::new(data, "data")?;
+        let mut dst = ByteView::new_writable(out, "out")?;
+        let mut lease = self.lease.take()?;
+        decompress_into_one(py, &mut lease, view.as_slice(), &mut dst)
+    }
+
+    /// Gives the context back to its pool. Idempotent.
+    fn close(&self) {
+        drop(self.lease.close());
+    }
+
+    /// Whether the context has gone back to its pool.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.lease.is_closed()
+    }
+
+    /// The most one `decompress` call returns, in bytes, unless the call sets its own limit.
+    #[getter]
+    fn max_output_size(&self) -> usize {
+        self.max_output_size
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        slf.lease.check_open()?;
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<zstdpool.Decompressor max_output_size={}{}>",
+            self.max_output_size,
+            if self.closed() { " closed" } else { "" }
+        )
+    }
+}
+
+fn views(buffers: &Bound<'_, PyAny>) -> PyResult<Vec<ByteView>> {
+    buffers
+        .try_iter()?
+        .enumerate()
+        .map(|(i, b)| ByteView::new(&b?, &format!("buffers[{i}]")))
+        .collect()
+}
+
+/// Tags an error with the index of the input that caused it.
+fn at_index(i: usize, e: Error) -> Error {
+    match e {
+        Error::Corrupt(m) => Error::Corrupt(format!("buffers[{i}]: {m}")),
+        Error::Limit(m) => Error::Limit(format!("buffers[{i}]: {m}")),
+        Error::Compress(m) => Error::Compress(format!("buffers[{i}]: {m}")),
+        other => other,
+    }
+}
+
+/// Compresses many buffers in one call, in parallel on `threads` threads (default: as many
+/// as help for the total size), each with its own pooled context. Returns a list of frames in
+/// input order, each exactly sized.
+#[pyfunction]
+#[pyo3(signature = (buffers, level=3, *, checksum=false, window_log=None, threads=None, pool=None))]
+pub fn compress_many<'py>(
+    py: Python<'py>,
+    buffers: &Bound<'py, PyAny>,
+    level: i64,
+    checksum: bool,
+    window_log: Option<i64>,
+    threads: Option<i64>,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let threads = params::threads(threads).or_raise()?;
+    let params = compress_params(level, checksum, window_log)?;
+    let inputs = views(buffers)?;
+    let pool = pool_or_default(pool);
+    let total: usize = inputs.iter().map(ByteView::len).sum();
+    let threads = resolve_threads(threads, total, inputs.len()).or_raise()?;
+    let slices: Vec<&[u8]> = inputs.iter().map(ByteView::as_slice).collect();
+    let frames = py
+        .detach(|| {
+            for_each_parallel(
+                &slices,
+                threads,
+                None,
+                |src| src.len(),
+                || pool.compressor(params),
+                // Through the context's scratch, so each result held until the end is exact-size.
+                |c, i, src| {
+                    c.compress_to_scratch(src)
+                        .map(<[u8]>::to_vec)
+                        .map_err(|e| at_index(i, e))
+                },
+            )
+        })
+        .or_raise()?;
+    PyList::new(py, frames.iter().map(|f| PyBytes::new(py, f)))
+}
+
+/// Decompresses many zstd inputs in one call, in parallel, each output at most
+/// `max_output_size` bytes. Returns a list of bytes in input order; an error names the input.
+#[pyfunction]
+#[pyo3(signature = (buffers, *, max_output_size=1073741824, threads=None, pool=None))]
+pub fn decompress_many<'py>(
+    py: Python<'py>,
+    buffers: &Bound<'py, PyAny>,
+    max_output_size: i64,
+    threads: Option<i64>,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let max_output_size = params::size("max_output_size", max_output_size).or_raise()?;
+    let threads = params::threads(threads).or_raise()?;
+    let inputs = views(buffers)?;
+    let pool = pool_or_default(pool);
+    let total: usize = inputs.iter().map(ByteView::len).sum();
+    let threads = resolve_threads(threads, total, inputs.len()).or_raise()?;
+    let slices: Vec<&[u8]> = inputs.iter().map(ByteView::as_slice).collect();
+    let outputs = py
+        .detach(|| {
+            for_each_parallel(
+                &slices,
+                threads,
+                None,
+                |src| src.len(),
+                || pool.decompressor(DecompressParams::default()),
+                |d, i, src| {
+                    let mut run = || match plan_decompress(src, max_output_size)? {
+                        DecompressPlan::Exact(n) => {
+                            let mut out = Vec::new();
+                            out.try_reserve_exact(n)?;
+                            out.resize(n, 0);
+                            d.decompress_exact(src, &mut out)?;
+                            Ok(out)
+                        }
+                        DecompressPlan::Streaming => d.decompress_streaming(src, max_output_size),
+                    };
+                    run().map_err(|e| at_index(i, e))
+                },
+            )
+        })
+        .or_raise()?;
+    PyList::new(py, outputs.iter().map(|f| PyBytes::new(py, f)))
 }

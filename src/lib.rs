@@ -1,30 +1,75 @@
-//! zstdpool: pooled zstd contexts for compressing Arrow data often and in small pieces.
-//!
-//! The core (`context`, `pool`, `spare`, `codec`, `output`, `ipc`) does not touch Python and
-//! is tested with `cargo test`; `python` holds the bindings, built only with the `python`
-//! feature.
+//! The Python extension `zstdpool._zstdpool`: a thin layer over `zstdpool-core`, one file per
+//! family of Python objects. Every exception it raises is built in `errors`; every argument
+//! check lives in the core's `params`.
 
-pub mod alloc;
-pub mod codec;
-pub mod context;
-pub mod error;
-pub mod ipc;
-pub mod output;
-pub mod pages;
-pub mod parallel;
-pub mod pool;
-pub mod spare;
+mod buffer;
+mod bytes_output;
+mod codec;
+mod errors;
+mod held;
+mod input;
+mod io;
+mod ipc_reader;
+mod ipc_writer;
+mod pool;
 
-pub use context::{CompressParams, Compressor, DecompressParams, Decompressor};
-pub use error::{Error, Result};
-pub use pool::{ContextPool, Lease, PoolConfig, PoolKey, PoolStats};
+use pyo3::prelude::*;
 
-#[cfg(feature = "python")]
-mod python;
+/// The compiled part of zstdpool; import `zstdpool` instead.
+///
+/// Safe without the GIL (free-threaded Python): every class is frozen and keeps its mutable
+/// state behind a lock that is never held while waiting for the GIL or while zstd runs, the
+/// pool is Sync, and module state is set once through PyOnceLock.
+#[pymodule(gil_used = false)]
+fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("ZSTD_VERSION", zstd_version())?;
+    m.add("MIN_LEVEL", zstdpool_core::context::min_level())?;
+    m.add("MAX_LEVEL", zstdpool_core::context::max_level())?;
+    m.add("DEFAULT_LEVEL", zstdpool_core::context::DEFAULT_LEVEL)?;
+    m.add(
+        "DEFAULT_MAX_OUTPUT_SIZE",
+        zstdpool_core::codec::DEFAULT_MAX_OUTPUT_SIZE,
+    )?;
+    m.add_class::<pool::PyContextPool>()?;
+    m.add_class::<codec::PyCompressor>()?;
+    m.add_class::<codec::PyDecompressor>()?;
+    m.add_function(wrap_pyfunction!(pool::py_default_pool, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::pool_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::memory_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::reset_peak_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(pool::resolve_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::compress, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::decompress, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::decompress_into, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::compressor, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::decompressor, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::compress_many, m)?)?;
+    m.add_function(wrap_pyfunction!(codec::decompress_many, m)?)?;
+    m.add_class::<ipc_writer::PyIpcWriter>()?;
+    m.add_class::<ipc_reader::PyIpcStreamReader>()?;
+    m.add_class::<ipc_reader::PyIpcFileReader>()?;
+    m.add_function(wrap_pyfunction!(ipc_writer::new_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_writer::new_file, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_writer::write_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_writer::write_file, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_reader::open_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_reader::open_file, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_reader::read_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_reader::read_file, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc_reader::inspect_ipc, m)?)?;
+    Ok(())
+}
 
+fn zstd_version() -> String {
+    let v = zstdpool_core::context::zstd_version_number();
+    format!("{}.{}.{}", v / 10000, v / 100 % 100, v % 100)
+}
+
+/// The extension counts what Rust allocates (`memory_stats()`) with the core's allocator.
 #[cfg(feature = "alloc-stats")]
 #[global_allocator]
-static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
+static ALLOCATOR: zstdpool_core::alloc::CountingAllocator = zstdpool_core::alloc::CountingAllocator;
 
 #[cfg(all(feature = "mimalloc", not(feature = "alloc-stats")))]
 #[global_allocator]

@@ -5,9 +5,9 @@
 
 use arrow_buffer::Buffer;
 use libfuzzer_sys::fuzz_target;
-use zstdpool::ipc::reader::BytesSource;
-use zstdpool::ipc::{FileReader, ReadLimits, StreamReader};
-use zstdpool::ContextPool;
+use zstdpool_core::ipc::BytesSource;
+use zstdpool_core::ipc::{FileReader, ReadLimits, StreamReader};
+use zstdpool_core::ContextPool;
 
 /// Small limits, so that a hostile length is refused rather than allocated.
 const LIMITS: ReadLimits = ReadLimits {

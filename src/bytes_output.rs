@@ -14,13 +14,12 @@ pub use in_place::BytesOutput as MemoryOutput;
 mod in_place {
     use std::ffi::c_int;
 
-    use pyo3::exceptions::{PyMemoryError, PyOverflowError};
     use pyo3::prelude::*;
     use pyo3::types::PyBytes;
 
-    use crate::output::Output;
-    use crate::pages::advise_huge_pages_growable;
     use pyo3::ffi::PyBytes_AS_STRING;
+    use zstdpool_core::output::Output;
+    use zstdpool_core::pages::advise_huge_pages_growable;
 
     extern "C" {
         /// CPython's resize of a bytes object that nobody else references (documented in the C
@@ -36,7 +35,7 @@ mod in_place {
     /// GIL, and it grows with `_PyBytes_Resize`, taking the GIL for that moment. The result is
     /// built where it ends up: no copy at the end, so the output never exists twice. Nobody else
     /// sees the object before [`BytesOutput::finish`], which is what makes writing into it and
-    /// resizing it sound. Its memory is Python's (tracemalloc sees it), not `crate::alloc`'s.
+    /// resizing it sound. Its memory is Python's (tracemalloc sees it), not `zstdpool_core::alloc`'s.
     pub struct BytesOutput {
         /// An owned reference, never shared: a count of one, or the empty-bytes singleton that
         /// CPython returns for size 0 (which `_PyBytes_Resize` replaces with a new object rather
@@ -57,7 +56,7 @@ mod in_place {
         /// An empty output with room for `capacity` bytes.
         pub fn with_capacity(py: Python<'_>, capacity: usize) -> PyResult<Self> {
             let size = pyo3::ffi::Py_ssize_t::try_from(capacity)
-                .map_err(|_| PyOverflowError::new_err("output too large for bytes"))?;
+                .map_err(|_| crate::errors::too_large_for_bytes())?;
             // SAFETY: a new bytes object (or NULL with an exception set), referenced only here.
             let obj = unsafe { pyo3::ffi::PyBytes_FromStringAndSize(std::ptr::null(), size) };
             if obj.is_null() {
@@ -76,12 +75,10 @@ mod in_place {
         /// Resizes the object to `new_cap` bytes, keeping the first `min(len, new_cap)`.
         fn resize(&mut self, py: Python<'_>, new_cap: usize) -> PyResult<()> {
             if self.obj.is_null() {
-                return Err(PyMemoryError::new_err(
-                    "the output was lost when an earlier allocation failed",
-                ));
+                return Err(crate::errors::output_lost());
             }
             let size = pyo3::ffi::Py_ssize_t::try_from(new_cap)
-                .map_err(|_| PyOverflowError::new_err("output too large for bytes"))?;
+                .map_err(|_| crate::errors::too_large_for_bytes())?;
             // SAFETY: `obj` is a bytes object nobody else references (or the empty singleton,
             // which `_PyBytes_Resize` replaces instead of resizing), as
             // `_PyBytes_Resize` requires; the GIL is held.
@@ -102,7 +99,7 @@ mod in_place {
         /// one's pages went with the caller's bytes), and filling it faults once per 4 KiB:
         /// 20 ms for 40 MiB here, 5 ms with huge pages, next to 3 ms for the copy itself.
         fn advise(&mut self) {
-            if self.obj != self.advised && self.cap >= crate::pages::MIN_LEN {
+            if self.obj != self.advised && self.cap >= zstdpool_core::pages::MIN_LEN {
                 // SAFETY: a live bytes object whose data is `cap` bytes plus a terminating NUL.
                 let data_end = unsafe { PyBytes_AS_STRING(self.obj) as usize } + self.cap + 1;
                 advise_huge_pages_growable(self.obj.cast::<u8>(), data_end - self.obj as usize);
@@ -133,16 +130,16 @@ mod in_place {
             self.cap
         }
 
-        fn try_reserve_exact(&mut self, additional: usize) -> crate::Result<()> {
+        fn try_reserve_exact(&mut self, additional: usize) -> zstdpool_core::Result<()> {
             let new_cap = self
                 .len
                 .checked_add(additional)
-                .ok_or_else(|| crate::Error::Memory("output size overflows".into()))?;
+                .ok_or_else(|| zstdpool_core::Error::Memory("output size overflows".into()))?;
             if new_cap <= self.cap {
                 return Ok(());
             }
             Python::attach(|py| self.resize(py, new_cap)).map_err(|e| {
-                crate::Error::Memory(format!("growing the output to {new_cap} bytes: {e}"))
+                zstdpool_core::Error::Memory(format!("growing the output to {new_cap} bytes: {e}"))
             })
         }
 
@@ -180,8 +177,8 @@ mod copied {
     use pyo3::prelude::*;
     use pyo3::types::PyBytes;
 
-    use crate::output::Output;
     use crate::python::buffer::new_bytes_filled;
+    use zstdpool_core::output::Output;
 
     /// A vector copied into a new bytes object at the end.
     pub struct MemoryOutput(Vec<u8>);
@@ -208,7 +205,7 @@ mod copied {
         fn capacity(&self) -> usize {
             self.0.capacity()
         }
-        fn try_reserve_exact(&mut self, additional: usize) -> crate::Result<()> {
+        fn try_reserve_exact(&mut self, additional: usize) -> zstdpool_core::Result<()> {
             Output::try_reserve_exact(&mut self.0, additional)
         }
         fn as_ptr(&self) -> *const u8 {

@@ -28,6 +28,20 @@ pub enum Error {
     Io(#[from] std::io::Error),
 }
 
+impl Error {
+    /// The same error with `at` (where it happened: "record batch 3", "column 2 ('x')") in
+    /// front of its message: the one way the core adds a location to a message. Errors that
+    /// carry no message of the core's own (memory, zstd internals, I/O) are kept as they are.
+    pub fn at(self, at: impl std::fmt::Display) -> Error {
+        match self {
+            Error::Corrupt(m) => Error::Corrupt(format!("{at}: {m}")),
+            Error::Limit(m) => Error::Limit(format!("{at}: {m}")),
+            Error::Ipc(m) => Error::Ipc(format!("{at}: {m}")),
+            other => other,
+        }
+    }
+}
+
 /// Shorthand for results that fail with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -1,23 +1,25 @@
 //! `zstdpool.ipc` readers: `open_stream`, `open_file`, `read_stream`, `read_file`.
 
+use std::collections::HashMap;
 use std::ffi::CStr;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
 use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
-use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
+
+use crate::errors::{IntoPyErr as _, OrRaise as _};
 use pyo3::types::{PyCapsule, PyDict, PyList};
 use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
 
-use super::args::{size_arg, threads_arg};
-use super::errors::new_err;
-use super::held::Held;
-use super::io::{unwrap_py_error, InputSource};
-use super::pool::{pool_or_default, PyContextPool};
-use crate::error::{Error, Result};
-use crate::ipc::inspect::inspect;
-use crate::ipc::{FileReader, IpcFormat, ReadLimits, StreamReader};
+use crate::errors;
+use crate::held::Held;
+use crate::io::{unwrap_py_error, InputSource};
+use crate::pool::{pool_or_default, PyContextPool};
+use zstdpool_core::error::{Error, Result};
+use zstdpool_core::ipc::inspect::inspect;
+use zstdpool_core::ipc::{FileReader, IpcFormat, ReadLimits, StreamReader};
+use zstdpool_core::params;
 
 const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
 
@@ -25,11 +27,11 @@ fn limits(max_buffer_size: Option<i64>, max_batch_size: Option<i64>) -> PyResult
     let d = ReadLimits::default();
     Ok(ReadLimits {
         max_buffer_size: match max_buffer_size {
-            Some(n) => size_arg("max_buffer_size", n)?,
+            Some(n) => params::size("max_buffer_size", n).or_raise()?,
             None => d.max_buffer_size,
         },
         max_batch_size: match max_batch_size {
-            Some(n) => size_arg("max_batch_size", n)?,
+            Some(n) => params::size("max_batch_size", n).or_raise()?,
             None => d.max_batch_size,
         },
     })
@@ -103,7 +105,7 @@ impl PyIpcStreamReader {
     fn read_next_batch<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
         match self.next_batch(py)? {
             Some(b) => batch_to_py(py, b),
-            None => Err(PyStopIteration::new_err(())),
+            None => Err(errors::stop_iteration()),
         }
     }
 
@@ -184,6 +186,7 @@ pub struct PyIpcFileReader {
     reader: Held<FileReader<InputSource>>,
     schema: SchemaRef,
     num_batches: usize,
+    metadata: HashMap<String, String>,
 }
 
 #[pymethods]
@@ -204,12 +207,10 @@ impl PyIpcFileReader {
         self.num_batches
     }
 
-    /// The footer's key-value metadata.
+    /// The footer's key-value metadata (read at open, like the schema).
     #[getter]
-    fn metadata(&self) -> PyResult<std::collections::HashMap<String, String>> {
-        self.reader
-            .peek(|r| r.metadata().clone())
-            .ok_or_else(|| new_err("ClosedError", "I/O operation on a closed IPC reader"))
+    fn metadata(&self) -> HashMap<String, String> {
+        self.metadata.clone()
     }
 
     /// Batch `i` as a pyarrow RecordBatch (negative indices count from the end).
@@ -217,7 +218,7 @@ impl PyIpcFileReader {
         let n = self.num_batches as isize;
         let index = if i < 0 { i + n } else { i };
         if index < 0 || index >= n {
-            return Err(pyo3::exceptions::PyIndexError::new_err(format!(
+            return Err(errors::index(format!(
                 "batch index {i} is out of range: the file has {n} batches"
             )));
         }
@@ -256,7 +257,7 @@ impl PyIpcFileReader {
     fn __iter__(slf: PyRef<'_, Self>) -> FileBatches {
         FileBatches {
             reader: slf.into(),
-            next: 0,
+            next: Held::new(0, "batch iterator"),
         }
     }
 
@@ -293,11 +294,12 @@ impl PyIpcFileReader {
     }
 }
 
-/// Iterates over a file reader's batches in order.
-#[pyclass(name = "_FileBatches", module = "zstdpool.ipc")]
+/// Iterates over a file reader's batches in order; like the reader, for one thread at a time.
+#[pyclass(frozen, name = "_FileBatches", module = "zstdpool.ipc")]
 pub struct FileBatches {
     reader: Py<PyIpcFileReader>,
-    next: usize,
+    /// The index of the next batch, taken for the length of one `__next__`.
+    next: Held<usize>,
 }
 
 #[pymethods]
@@ -306,13 +308,14 @@ impl FileBatches {
         slf
     }
 
-    fn __next__<'py>(&mut self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut next = self.next.take()?;
         let reader = self.reader.get();
-        if self.next >= reader.num_batches {
+        if *next >= reader.num_batches {
             return Ok(None);
         }
-        let b = reader.get_batch(py, self.next as isize)?;
-        self.next += 1;
+        let b = reader.get_batch(py, *next as isize)?;
+        *next += 1;
         Ok(Some(b))
     }
 }
@@ -330,7 +333,7 @@ pub fn open_stream(
     threads: Option<i64>,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcStreamReader> {
-    let threads = threads_arg(threads)?;
+    let threads = params::threads(threads).or_raise()?;
     let input = InputSource::open(source)?;
     let pool = pool_or_default(pool);
     let limits = limits(max_buffer_size, max_batch_size)?;
@@ -357,10 +360,10 @@ pub fn open_file(
     threads: Option<i64>,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcFileReader> {
-    let threads = threads_arg(threads)?;
+    let threads = params::threads(threads).or_raise()?;
     let input = InputSource::open(source)?;
     if !input.seekable(py)? {
-        return Err(pyo3::exceptions::PyTypeError::new_err(
+        return Err(errors::wrong_type(
             "open_file needs a seekable source (a path, bytes, or a file object with seek()); \
              read the data into bytes first, or use open_stream for IPC streams",
         ));
@@ -373,10 +376,12 @@ pub fn open_file(
     let schema = reader.schema();
     check_exportable(&schema)?;
     let num_batches = reader.num_batches();
+    let metadata = reader.metadata().clone();
     Ok(PyIpcFileReader {
         reader: Held::new(reader, "IPC reader"),
         schema,
         num_batches,
+        metadata,
     })
 }
 
@@ -423,7 +428,7 @@ fn check_exportable(schema: &SchemaRef) -> PyResult<()> {
             Error::Ipc(format!(
                 "the schema cannot be handed to pyarrow through the Arrow C data interface: {e}"
             ))
-            .into()
+            .into_py_err()
         })
 }
 

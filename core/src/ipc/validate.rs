@@ -5,8 +5,41 @@
 //! time of a large read. The loop only says yes or "look closer"; on "look closer"
 //! arrow-data's own check runs and names the problem, so errors read the same.
 
+use arrow_array::RecordBatch;
+use arrow_array::{Array, RecordBatchOptions};
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType};
+
+use crate::error::{catch_panics, Error, Result};
+use crate::parallel::for_each_parallel;
+
+/// `batch` after validating every column in full on up to `threads` threads (largest first),
+/// and the batch itself (column lengths and types against its schema and row count). This
+/// covers what arrow-ipc's validating decode checks for memory safety; it is more lenient in
+/// places that are not (a struct child longer than its parent is accepted, as arrow-data does).
+pub(crate) fn validate_columns(batch: RecordBatch, threads: usize) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    for_each_parallel(
+        batch.columns(),
+        threads,
+        None,
+        |column| column.get_buffer_memory_size(),
+        || Ok(()),
+        |_, i, column| {
+            let name = schema.field(i).name();
+            // On the helper threads too, a panic (arrow-data asserts some lengths) is an error.
+            catch_panics(&format!("validating column {i} ('{name}')"), || {
+                validate_full(&column.to_data())
+                    .map_err(|e| Error::from(e).at(format_args!("column {i} ('{name}')")))
+            })
+        },
+    )?;
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    let (schema, columns, _) = batch.into_parts();
+    Ok(RecordBatch::try_new_with_options(
+        schema, columns, &options,
+    )?)
+}
 
 /// Validates `data` and its children in full: layout, nulls and values. A dictionary's
 /// values are the exception: checked for layout only, as arrow-ipc does, because the reader

@@ -11,11 +11,13 @@ use arrow_ipc::writer::{
     DictionaryHandling, DictionaryTracker, IpcDataGenerator, IpcWriteOptions, StreamEncoder,
 };
 use arrow_ipc::{Block, FooterBuilder, Message, MessageHeader, MetadataVersion};
-use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
+use arrow_schema::SchemaRef;
 use flatbuffers::FlatBufferBuilder;
 
-use super::body::{compress_buffers, Compression};
+use super::compress::{compress_buffers, Compression};
 use super::message::{self, batch_header, buffer_spans};
+use super::schema::check_schema;
+use super::IpcFormat;
 use super::{pad, ALIGNMENT, ARROW_MAGIC};
 
 /// Bodies of at least this many uncompressed bytes are compressed straight into the output.
@@ -28,15 +30,6 @@ use crate::context::Compressor;
 use crate::error::{catch_panics, Error, Result};
 use crate::output::Output;
 use crate::pool::{ContextPool, Lease};
-
-/// The two IPC layouts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IpcFormat {
-    /// A sequence of messages ending in an end-of-stream marker.
-    Stream,
-    /// Magic bytes, the stream, and a footer indexing every batch for random access.
-    File,
-}
 
 /// How a writer writes.
 #[derive(Clone, Debug)]
@@ -384,73 +377,6 @@ impl IpcWriter {
         fbb.finish(root, None);
         fbb.finished_data().to_vec()
     }
-}
-
-/// Refuses a batch whose fields differ from the writer's in name, type, nullability or
-/// extension type. Other metadata, and the names of nested fields, may differ (as in pyarrow).
-fn check_schema(expected: &Schema, got: &Schema) -> Result<()> {
-    let same = expected.fields().len() == got.fields().len()
-        && expected.fields().iter().zip(got.fields()).all(|(a, b)| {
-            a.name() == b.name() && a.is_nullable() == b.is_nullable() && same_type(a, b)
-        });
-    if same {
-        return Ok(());
-    }
-    Err(Error::Ipc(format!(
-        "the batch's schema does not match the writer's schema:\nwriter: {}\nbatch:  {}",
-        describe(expected),
-        describe(got)
-    )))
-}
-
-/// Whether two fields have the same type, extension types (kept in field metadata) included.
-fn same_type(a: &Field, b: &Field) -> bool {
-    const EXTENSION_KEYS: [&str; 2] = ["ARROW:extension:name", "ARROW:extension:metadata"];
-    let extension = |f: &Field| EXTENSION_KEYS.map(|k| f.metadata().get(k).cloned());
-    if extension(a) != extension(b) || !a.data_type().equals_datatype(b.data_type()) {
-        return false;
-    }
-    // Struct and union members are told apart by name; a list's item name is a convention.
-    let named = matches!(a.data_type(), DataType::Struct(_) | DataType::Union(..));
-    let (ca, cb) = (children(a.data_type()), children(b.data_type()));
-    ca.len() == cb.len()
-        && ca
-            .iter()
-            .zip(&cb)
-            .all(|(x, y)| (!named || x.name() == y.name()) && same_type(x, y))
-}
-
-/// The child fields of nested types.
-pub(crate) fn children(dt: &DataType) -> Vec<&FieldRef> {
-    match dt {
-        DataType::List(f)
-        | DataType::LargeList(f)
-        | DataType::ListView(f)
-        | DataType::LargeListView(f)
-        | DataType::FixedSizeList(f, _)
-        | DataType::Map(f, _) => vec![f],
-        DataType::Struct(fields) => fields.iter().collect(),
-        DataType::Union(fields, _) => fields.iter().map(|(_, f)| f).collect(),
-        DataType::Dictionary(_, values) => children(values),
-        DataType::RunEndEncoded(r, v) => vec![r, v],
-        _ => vec![],
-    }
-}
-
-fn describe(schema: &Schema) -> String {
-    let fields: Vec<String> = schema
-        .fields()
-        .iter()
-        .map(|f| {
-            format!(
-                "{}: {}{}",
-                f.name(),
-                f.data_type(),
-                if f.is_nullable() { "" } else { " not null" }
-            )
-        })
-        .collect();
-    fields.join(", ")
 }
 
 /// The framed messages arrow-ipc's encoder produced: a list of buffers (headers, padding and

@@ -1,7 +1,6 @@
-//! The compression stage: each buffer of a message body becomes an 8-byte uncompressed length
-//! and a zstd or lz4 frame (or -1 and the raw bytes when compressing would not shrink it), as
-//! the IPC format's BUFFER body compression prescribes; and back, with every length checked
-//! before anything is allocated.
+//! The decompression stage of the readers: each buffer of a compressed message body is
+//! decompressed into a new, 64-byte aligned body, with every declared length checked against
+//! the input and the caller's limits before anything is allocated.
 
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -9,32 +8,13 @@ use std::sync::Arc;
 use arrow_buffer::Buffer;
 use arrow_ipc::CompressionType;
 
-use super::{pad, ALIGNMENT};
-use crate::codec::{lz4_compress_append, lz4_decompress_exact};
-use crate::context::{frame_content_size, CompressParams, Compressor, ContentSize, Decompressor};
+use super::compress::UNCOMPRESSED;
+use super::lz4::lz4_decompress_exact;
+use crate::context::{frame_content_size, ContentSize, Decompressor};
 use crate::error::{Error, Result};
-use crate::output::Output;
 use crate::parallel::{for_each_parallel, resolve_threads};
 use crate::pool::{ContextPool, Lease};
 use crate::spare::{RawBytes, Returning, Spares};
-
-/// How a writer compresses message bodies.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Compression {
-    None,
-    Zstd(CompressParams),
-    Lz4,
-}
-
-impl Compression {
-    pub(crate) fn wire_codec(&self) -> Option<CompressionType> {
-        match self {
-            Compression::None => None,
-            Compression::Zstd(_) => Some(CompressionType::ZSTD),
-            Compression::Lz4 => Some(CompressionType::LZ4_FRAME),
-        }
-    }
-}
 
 /// A rebuilt message body and each buffer's (offset, length) in it.
 pub type NewBody = (Buffer, Vec<(usize, usize)>);
@@ -45,166 +25,6 @@ const BODY_ALIGNMENT: usize = 64;
 
 fn body_padding(len: usize) -> usize {
     (BODY_ALIGNMENT - len % BODY_ALIGNMENT) % BODY_ALIGNMENT
-}
-
-/// The prefix that marks a buffer stored uncompressed inside a compressed body.
-const UNCOMPRESSED: i64 = -1;
-
-/// Appends `src` to `out` as one body buffer: prefix and frame, or -1 and the raw bytes when
-/// the frame would not be smaller. An empty buffer stays empty (no prefix), as in Arrow C++.
-fn encode_buffer(
-    src: &[u8],
-    compression: Compression,
-    compressor: Option<&mut Compressor>,
-    out: &mut dyn Output,
-) -> Result<()> {
-    if src.is_empty() {
-        return Ok(());
-    }
-    let start = out.len();
-    let frame_len = match (compression, compressor) {
-        (Compression::None, _) => return out.extend_from_slice(src),
-        (Compression::Zstd(_), Some(c)) => {
-            out.extend_from_slice(&(src.len() as i64).to_le_bytes())?;
-            c.compress_append(src, out)?
-        }
-        (Compression::Zstd(_), None) => {
-            return Err(Error::Compress("no compressor for a zstd body".into()))
-        }
-        (Compression::Lz4, _) => {
-            out.extend_from_slice(&(src.len() as i64).to_le_bytes())?;
-            lz4_compress_append(src, out)?
-        }
-    };
-    if frame_len >= src.len() {
-        out.truncate(start);
-        out.extend_from_slice(&UNCOMPRESSED.to_le_bytes())?;
-        out.extend_from_slice(src)?;
-    }
-    Ok(())
-}
-
-/// Compresses `buffers` and appends them to `out` as a message body (each buffer padded to 8
-/// bytes); returns each buffer's (offset, length) relative to where the body starts.
-/// `threads` (None: by size) spreads the buffers over threads, each with its own context from
-/// `pool`; `primary` serves the calling thread. Output bytes are the same whatever the thread
-/// count: each buffer is its own frame. Memory: `out` grows by the compressed size plus at most
-/// one compressBound of a buffer (serially) or one per thread, never by the uncompressed size.
-pub fn compress_buffers(
-    buffers: &[&[u8]],
-    compression: Compression,
-    primary: Option<&mut Lease<Compressor>>,
-    pool: &ContextPool,
-    threads: Option<usize>,
-    out: &mut dyn Output,
-) -> Result<Vec<(usize, usize)>> {
-    let total: usize = buffers.iter().map(|b| b.len()).sum();
-    let nonempty = buffers.iter().filter(|b| !b.is_empty()).count();
-    let threads = match compression {
-        Compression::None => 1,
-        _ => resolve_threads(threads, total, nonempty)?,
-    };
-    let base = out.len();
-    let mut spans = Vec::with_capacity(buffers.len());
-    if threads <= 1 {
-        let mut primary = primary;
-        for src in buffers {
-            let start = out.len();
-            encode_buffer(
-                src,
-                compression,
-                primary.as_deref_mut().map(|l| &mut **l),
-                out,
-            )?;
-            spans.push((start - base, out.len() - start));
-            pad(out)?;
-        }
-        return Ok(spans);
-    }
-    let piece = |src: &[u8], c: Option<&mut Compressor>| {
-        let mut piece = Vec::new();
-        encode_buffer(src, compression, c, &mut piece)?;
-        // Held until assembly: keep the frame, not its compressBound-sized allocation.
-        Ok(exact_or_as_is(piece))
-    };
-    // The calling thread compresses too, with the writer's own context.
-    let encoded = match compression {
-        Compression::Zstd(params) => for_each_parallel(
-            buffers,
-            threads,
-            primary,
-            |src| src.len(),
-            || pool.compressor(params),
-            |c, _, src| piece(src, Some(c)),
-        )?,
-        _ => for_each_parallel(
-            buffers,
-            threads,
-            None,
-            |src| src.len(),
-            || Ok(()),
-            |_, _, src| piece(src, None),
-        )?,
-    };
-    // Room for all the frames at once, one growth per batch rather than one per frame: in a
-    // heap, each growth may move the output, copying it into fresh memory that faults page by
-    // page (22 moves for a 40 MB single-batch write); grown at once, a large output gets a
-    // mapping of its own, which later growths extend without copying. The cost: until the
-    // frames are copied (each is freed as soon as it is), the output's room and the frames
-    // are both allocated, up to twice the batch's compressed size on top of the output so far
-    // (the room is touched only as it is filled; a moving growth briefly held two copies of
-    // the whole output instead).
-    out.grow_for(encoded.iter().map(|p| p.len() + ALIGNMENT).sum())?;
-    for piece in encoded {
-        let start = out.len();
-        out.extend_from_slice(&piece)?;
-        spans.push((start - base, piece.len()));
-        pad(out)?;
-    }
-    Ok(spans)
-}
-
-/// `v` shrunk to exactly its length in place, or `v` as it is when the allocator cannot: the
-/// data is complete either way, and a failed shrink must not fail a write (Rust's own
-/// `shrink_to_fit` aborts the process when its reallocation fails). A shrinking `realloc`
-/// neither copies nor touches new memory, unlike a move into a new exact-size vector.
-pub fn exact_or_as_is(v: Vec<u8>) -> Vec<u8> {
-    // SAFETY: forwards to the global allocator, with the layout and size `shrink_with` gives.
-    shrink_with(v, |ptr, layout, len| unsafe {
-        std::alloc::realloc(ptr, layout, len)
-    })
-}
-
-/// [`exact_or_as_is`] with the reallocation replaceable in tests. `realloc` gets the vector's
-/// pointer, its allocation's layout and the new, smaller, non-zero size, and returns the new
-/// pointer or null.
-fn shrink_with(
-    v: Vec<u8>,
-    realloc: impl FnOnce(*mut u8, std::alloc::Layout, usize) -> *mut u8,
-) -> Vec<u8> {
-    let (len, cap) = (v.len(), v.capacity());
-    if len == cap {
-        return v;
-    }
-    if len == 0 {
-        return Vec::new();
-    }
-    let Ok(layout) = std::alloc::Layout::array::<u8>(cap) else {
-        return v;
-    };
-    let mut v = std::mem::ManuallyDrop::new(v);
-    let ptr = v.as_mut_ptr();
-    let shrunk = realloc(ptr, layout, len);
-    // SAFETY: a Vec<u8> owns `cap` bytes at `ptr` allocated with `layout`. A null result
-    // leaves that allocation untouched and it goes back into a vector as it was; otherwise
-    // the allocation is now `len` bytes at `shrunk`, holding the same first `len` bytes.
-    unsafe {
-        if shrunk.is_null() {
-            Vec::from_raw_parts(ptr, len, cap)
-        } else {
-            Vec::from_raw_parts(shrunk, len, len)
-        }
-    }
 }
 
 /// Limits on what a reader allocates for data it has not seen yet.
@@ -295,7 +115,7 @@ pub fn decompress_buffers(
                     }
                     if codec == CompressionType::ZSTD {
                         if let ContentSize::Known(k) = frame_content_size(data)
-                            .map_err(|e| Error::Corrupt(format!("buffer {i}: {e}")))?
+                            .map_err(|e| e.at(format_args!("buffer {i}")))?
                         {
                             if k != n as u64 {
                                 return Err(Error::Corrupt(format!(
@@ -362,10 +182,7 @@ pub fn decompress_buffers(
         .count();
     let threads = resolve_threads(threads, compressed_bytes, nonempty)?;
     let run = |d: &mut Option<Lease<Decompressor>>, p: &Planned<'_>| -> Result<()> {
-        let tag = |e: Error| match e {
-            Error::Corrupt(m) => Error::Corrupt(format!("buffer {}: {m}", p.index)),
-            other => other,
-        };
+        let tag = |e: Error| e.at(format_args!("buffer {}", p.index));
         // SAFETY (all three): `p.dst` is `p.len` bytes of the body that only this call
         // writes (see Planned); on success every one of them is written.
         match p.stored {
@@ -482,6 +299,8 @@ fn span(body: &[u8], i: usize, offset: i64, length: i64) -> Result<&[u8]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::context::{CompressParams, Compressor};
+    use crate::ipc::compress::{compress_buffers, Compression};
 
     fn sample() -> Vec<Vec<u8>> {
         vec![
@@ -625,28 +444,6 @@ mod tests {
         assert_eq!(pool.stats().spares.blocks, 1);
         assert!(pool.trim() >= 1 << 20);
         assert_eq!(pool.stats().spares.bytes, 0);
-    }
-
-    #[test]
-    fn exact_outputs_and_a_failed_shrink_keeps_the_data() {
-        let spare = || {
-            let mut v = Vec::with_capacity(1000);
-            v.extend_from_slice(b"compressed");
-            v
-        };
-        let exact = exact_or_as_is(spare());
-        assert_eq!(
-            (exact.as_slice(), exact.capacity()),
-            (&b"compressed"[..], 10)
-        );
-        let v = spare();
-        // A reallocation that fails leaves the larger buffer, data intact.
-        let kept = shrink_with(v, |_, _, _| std::ptr::null_mut());
-        assert_eq!(
-            (kept.as_slice(), kept.capacity()),
-            (&b"compressed"[..], 1000)
-        );
-        assert_eq!(exact_or_as_is(Vec::with_capacity(64)).capacity(), 0);
     }
 
     #[test]

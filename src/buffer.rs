@@ -4,11 +4,10 @@
 use std::ffi::CStr;
 
 use pyo3::buffer::PyUntypedBuffer;
-use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 
-use crate::pages::advise_huge_pages;
+use zstdpool_core::pages::advise_huge_pages;
 
 /// A C-contiguous buffer exported by a Python object, held for as long as this view lives.
 pub struct ByteView {
@@ -45,14 +44,14 @@ impl ByteView {
             });
         }
         let buf = PyUntypedBuffer::get(obj).map_err(|_| {
-            PyTypeError::new_err(format!(
+            crate::errors::wrong_type(format!(
                 "{what} must be a bytes-like object (bytes, bytearray, memoryview, a contiguous \
                  numpy array...), not '{}'",
                 type_name(obj)
             ))
         })?;
         if !buf.is_c_contiguous() {
-            return Err(PyBufferError::new_err(format!(
+            return Err(crate::errors::unusable_buffer(format!(
                 "{what} must be C-contiguous; copy it first (for numpy: numpy.ascontiguousarray)"
             )));
         }
@@ -69,7 +68,7 @@ impl ByteView {
             Source::Buffer(buf) => buf.readonly(),
         };
         if readonly {
-            return Err(PyTypeError::new_err(format!(
+            return Err(crate::errors::wrong_type(format!(
                 "{what} must be a writable buffer (bytearray, memoryview of one, numpy array), \
                  not read-only '{}'",
                 type_name(obj)
@@ -145,8 +144,8 @@ pub fn new_bytes_filled<'py>(
     len: usize,
     fill: impl FnOnce(*mut u8, usize) -> PyResult<()>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let size = pyo3::ffi::Py_ssize_t::try_from(len)
-        .map_err(|_| pyo3::exceptions::PyOverflowError::new_err("output too large for bytes"))?;
+    let size =
+        pyo3::ffi::Py_ssize_t::try_from(len).map_err(|_| crate::errors::too_large_for_bytes())?;
     // SAFETY: PyBytes_FromStringAndSize(NULL, size) returns a new bytes object (or NULL with an
     // exception set) whose `len` bytes are ours to write until it is shared; `fill` writes all
     // of them or fails, and then the object is dropped without being shared.

@@ -9,7 +9,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use pyo3::PyResult;
 
-use super::errors::new_err;
+use crate::errors;
 
 enum State<T> {
     Ready(T),
@@ -51,18 +51,11 @@ impl<T> Held<T> {
                 *state = other;
                 drop(state);
                 Err(if closed {
-                    new_err(
-                        "ClosedError",
-                        format!("I/O operation on a closed {}", self.what),
-                    )
+                    errors::closed(self.what)
                 } else {
-                    new_err(
-                        "BusyError",
-                        format!(
-                            "this {} is in use by another thread; it is for one thread at a \
-                             time (take one per thread: the pool is shared)",
-                            self.what
-                        ),
+                    errors::busy(
+                        self.what,
+                        "it is for one thread at a time (take one per thread: the pool is shared)",
                     )
                 })
             }
@@ -92,22 +85,13 @@ impl<T> Held<T> {
             State::Closed => Ok(None),
             busy => {
                 *state = busy;
-                Err(new_err(
-                    "BusyError",
-                    format!(
-                        "this {} is in use by another thread; close it when that call returns",
-                        self.what
-                    ),
-                ))
+                Err(errors::busy(self.what, "close it when that call returns"))
             }
         }
     }
 
     fn closed_error(&self) -> pyo3::PyErr {
-        new_err(
-            "ClosedError",
-            format!("I/O operation on a closed {}", self.what),
-        )
+        errors::closed(self.what)
     }
 
     /// Ok while open: for `__enter__`, which must refuse a closed object.
@@ -120,14 +104,6 @@ impl<T> Held<T> {
 
     pub fn is_closed(&self) -> bool {
         matches!(*self.lock(), State::Closed | State::BusyClosing)
-    }
-
-    /// Runs `f` on the value if it is idle (for read-only properties).
-    pub fn peek<R>(&self, f: impl FnOnce(&T) -> R) -> Option<R> {
-        match &*self.lock() {
-            State::Ready(v) => Some(f(v)),
-            _ => None,
-        }
     }
 }
 

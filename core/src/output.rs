@@ -171,6 +171,49 @@ unsafe impl<O: Output + ?Sized> zstd_safe::WriteBuf for OutputTail<'_, O> {
     }
 }
 
+/// `v` shrunk to exactly its length in place, or `v` as it is when the allocator cannot: the
+/// data is complete either way, and a failed shrink must not fail a write (Rust's own
+/// `shrink_to_fit` aborts the process when its reallocation fails). A shrinking `realloc`
+/// neither copies nor touches new memory, unlike a move into a new exact-size vector.
+pub fn exact_or_as_is(v: Vec<u8>) -> Vec<u8> {
+    // SAFETY: forwards to the global allocator, with the layout and size `shrink_with` gives.
+    shrink_with(v, |ptr, layout, len| unsafe {
+        std::alloc::realloc(ptr, layout, len)
+    })
+}
+
+/// [`exact_or_as_is`] with the reallocation replaceable in tests. `realloc` gets the vector's
+/// pointer, its allocation's layout and the new, smaller, non-zero size, and returns the new
+/// pointer or null.
+fn shrink_with(
+    v: Vec<u8>,
+    realloc: impl FnOnce(*mut u8, std::alloc::Layout, usize) -> *mut u8,
+) -> Vec<u8> {
+    let (len, cap) = (v.len(), v.capacity());
+    if len == cap {
+        return v;
+    }
+    if len == 0 {
+        return Vec::new();
+    }
+    let Ok(layout) = std::alloc::Layout::array::<u8>(cap) else {
+        return v;
+    };
+    let mut v = std::mem::ManuallyDrop::new(v);
+    let ptr = v.as_mut_ptr();
+    let shrunk = realloc(ptr, layout, len);
+    // SAFETY: a Vec<u8> owns `cap` bytes at `ptr` allocated with `layout`. A null result
+    // leaves that allocation untouched and it goes back into a vector as it was; otherwise
+    // the allocation is now `len` bytes at `shrunk`, holding the same first `len` bytes.
+    unsafe {
+        if shrunk.is_null() {
+            Vec::from_raw_parts(ptr, len, cap)
+        } else {
+            Vec::from_raw_parts(shrunk, len, len)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,5 +249,26 @@ mod tests {
         let mut out = b"x".to_vec();
         OutputWriter(&mut out).write_all(b"yz").unwrap();
         assert_eq!(out, b"xyz");
+    }
+    #[test]
+    fn exact_outputs_and_a_failed_shrink_keeps_the_data() {
+        let spare = || {
+            let mut v = Vec::with_capacity(1000);
+            v.extend_from_slice(b"compressed");
+            v
+        };
+        let exact = exact_or_as_is(spare());
+        assert_eq!(
+            (exact.as_slice(), exact.capacity()),
+            (&b"compressed"[..], 10)
+        );
+        let v = spare();
+        // A reallocation that fails leaves the larger buffer, data intact.
+        let kept = shrink_with(v, |_, _, _| std::ptr::null_mut());
+        assert_eq!(
+            (kept.as_slice(), kept.capacity()),
+            (&b"compressed"[..], 1000)
+        );
+        assert_eq!(exact_or_as_is(Vec::with_capacity(64)).capacity(), 0);
     }
 }

@@ -6,11 +6,11 @@ use std::collections::{BTreeSet, HashMap};
 use arrow_ipc::{CompressionType, MessageHeader};
 use arrow_schema::{DataType, Field, SchemaRef, UnionMode};
 
-use super::body::ReadLimits;
 use super::message;
-use super::reader::{read_body, read_message_meta, schema_from_fb, Source};
-use super::writer::IpcFormat;
-use super::ARROW_MAGIC;
+use super::reader::{read_body, read_message_meta, ReadLimits};
+use super::schema::schema_from_fb;
+use super::source::Source;
+use super::{IpcFormat, ARROW_MAGIC};
 use crate::error::{Error, Result};
 
 /// Bytes of one top-level column, its dictionaries included.
@@ -241,7 +241,7 @@ mod tests {
 
     use super::*;
     use crate::context::CompressParams;
-    use crate::ipc::reader::BytesSource;
+    use crate::ipc::source::BytesSource;
     use crate::ipc::{Compression, IpcWriter, WriterOptions};
     use crate::pool::ContextPool;
 

@@ -14,6 +14,11 @@ pub fn min_level() -> i32 {
     zstd_safe::min_c_level()
 }
 
+/// The linked zstd's version, as major * 10000 + minor * 100 + patch.
+pub fn zstd_version_number() -> u32 {
+    zstd_safe::version_number()
+}
+
 /// The highest level zstd accepts.
 pub fn max_level() -> i32 {
     zstd_safe::max_c_level()
@@ -52,7 +57,7 @@ impl CompressParams {
             )));
         }
         if self.window_log != 0 {
-            let (lo, hi) = window_log_bounds();
+            let (lo, hi) = (WINDOW_LOG_MIN, WINDOW_LOG_MAX);
             if self.window_log < lo || self.window_log > hi {
                 return Err(Error::Parameter(format!(
                     "invalid window_log {}: it must be 0 (the level's default) or from {lo} to {hi}",
@@ -81,7 +86,7 @@ impl DecompressParams {
     /// Checks the parameters against what this zstd build accepts.
     pub fn validate(&self) -> Result<()> {
         if self.window_log_max != 0 {
-            let (lo, hi) = window_log_bounds();
+            let (lo, hi) = (WINDOW_LOG_MIN, WINDOW_LOG_MAX);
             if self.window_log_max < lo || self.window_log_max > hi {
                 return Err(Error::Parameter(format!(
                     "invalid window_log_max {}: it must be 0 (zstd's default) or from {lo} to {hi}",
@@ -93,11 +98,11 @@ impl DecompressParams {
     }
 }
 
-/// zstd's window log range on this platform (10 to 30 on 64-bit targets; 31 needs the
-/// experimental long-window mode on both sides, so it is not offered).
-fn window_log_bounds() -> (u32, u32) {
-    (10, 30)
-}
+/// The smallest window log zstd accepts.
+pub const WINDOW_LOG_MIN: u32 = 10;
+/// The largest window log offered: zstd's limit on 64-bit targets is 31, but that needs the
+/// experimental long-window mode on both sides, so 30 is the largest standard frames use.
+pub const WINDOW_LOG_MAX: u32 = 30;
 
 fn zstd_err(what: &str, code: usize) -> Error {
     Error::Compress(format!("{what}: {}", zstd_error_name(code)))

@@ -4,21 +4,23 @@ use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use arrow_buffer::Buffer;
 use pyo3::buffer::PyUntypedBuffer;
-use pyo3::exceptions::{PyOSError, PyTypeError};
 use pyo3::prelude::*;
+
+use crate::errors::OrRaise as _;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString, PyType};
 
-use super::buffer::type_name;
-use super::bytes_output::MemoryOutput;
-use crate::error::{Error, Result};
-use crate::ipc::reader::{BytesSource, RandomSource, ReaderSource, Source};
-use crate::output::Output;
+use crate::buffer::type_name;
+use crate::bytes_output::MemoryOutput;
+use crate::errors;
+use zstdpool_core::atomic_file::TempFile;
+use zstdpool_core::error::{Error, Result};
+use zstdpool_core::ipc::source::{BytesSource, RandomSource, ReaderSource, Source};
+use zstdpool_core::output::Output;
 
 /// What a path argument may be: str or os.PathLike.
 fn as_path(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
@@ -59,89 +61,6 @@ fn is_io_object(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
     obj.is_instance(base.bind(py))
 }
 
-/// A file written under a temporary name beside its target and renamed over the target on
-/// commit, so that a failed or abandoned write never leaves a partial file. Dropping it
-/// uncommitted removes it.
-pub struct TempFile {
-    file: File,
-    temp: PathBuf,
-    target: PathBuf,
-    done: bool,
-}
-
-impl TempFile {
-    fn create(target: PathBuf) -> PyResult<Self> {
-        static COUNTER: AtomicU64 = AtomicU64::new(0);
-        if target.is_dir() {
-            return Err(PyErr::from(std::io::Error::new(
-                std::io::ErrorKind::IsADirectory,
-                format!(
-                    "cannot write Arrow IPC to {}: it is a directory",
-                    target.display()
-                ),
-            )));
-        }
-        let mut name = target
-            .file_name()
-            .map(|n| n.to_os_string())
-            .unwrap_or_default();
-        name.push(format!(
-            ".zstdpool-{}-{}.tmp",
-            std::process::id(),
-            COUNTER.fetch_add(1, Ordering::Relaxed)
-        ));
-        let temp = target.with_file_name(name);
-        let file = File::create(&temp).map_err(|e| {
-            PyErr::from(std::io::Error::new(
-                e.kind(),
-                format!("cannot write Arrow IPC to {}: {e}", target.display()),
-            ))
-        })?;
-        Ok(TempFile {
-            file,
-            temp,
-            target,
-            done: false,
-        })
-    }
-
-    fn commit(&mut self, py: Python<'_>) -> PyResult<()> {
-        let TempFile {
-            file, temp, target, ..
-        } = self;
-        let result = py.detach(|| -> std::io::Result<()> {
-            file.sync_data().or_else(|e| {
-                // Some files (pipes, /dev/null) cannot sync; that is no failure.
-                if e.kind() == std::io::ErrorKind::InvalidInput {
-                    Ok(())
-                } else {
-                    Err(e)
-                }
-            })?;
-            std::fs::rename(&*temp, &*target)
-        });
-        if result.is_ok() {
-            self.done = true;
-        } else {
-            self.discard();
-        }
-        Ok(result?)
-    }
-
-    fn discard(&mut self) {
-        if !self.done {
-            self.done = true;
-            let _ = std::fs::remove_file(&self.temp);
-        }
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        self.discard();
-    }
-}
-
 /// The most one `write` call on a Python sink receives: each call gets a new bytes object.
 const PYTHON_WRITE_CHUNK: usize = 1 << 20;
 
@@ -153,8 +72,8 @@ const MEMORY_START: usize = 64 << 10;
 /// (end-of-stream marker, footer). Reserved exactly: an amortized reserve would grow the
 /// whole output's allocation for them. Takes the GIL only if the bytes object must grow.
 fn append_tail(out: &mut MemoryOutput, bytes: &[u8]) -> PyResult<()> {
-    out.try_reserve_exact(bytes.len())?;
-    Ok(out.extend_from_slice(bytes)?)
+    out.try_reserve_exact(bytes.len()).or_raise()?;
+    out.extend_from_slice(bytes).or_raise()
 }
 
 /// Where a writer's bytes go.
@@ -185,14 +104,12 @@ impl Sink {
         if io_object || obj.hasattr("write")? {
             if let Ok(closed) = obj.getattr("closed") {
                 if closed.is_truthy()? {
-                    return Err(PyErr::from(Error::Io(std::io::Error::other(
-                        "the sink is closed",
-                    ))));
+                    return Err(errors::io("the sink is closed"));
                 }
             }
             if let Ok(writable) = obj.call_method0("writable") {
                 if !writable.is_truthy()? {
-                    return Err(PyOSError::new_err(format!(
+                    return Err(errors::io(format!(
                         "the sink ({}) is not writable",
                         type_name(obj)
                     )));
@@ -200,7 +117,7 @@ impl Sink {
             }
             return Ok(Sink::Python(obj.clone().unbind()));
         }
-        Err(PyTypeError::new_err(format!(
+        Err(errors::wrong_type(format!(
             "sink must be None, a path (str or os.PathLike) or a binary file object with a \
              write() method, not '{}'",
             type_name(obj)
@@ -222,10 +139,7 @@ impl Sink {
         }
         match self {
             Sink::Memory(v) => append_tail(v, bytes),
-            Sink::Path(t) => {
-                let file = &mut t.file;
-                Ok(py.detach(|| file.write_all(bytes))?)
-            }
+            Sink::Path(t) => Ok(py.detach(|| t.write_all(bytes))?),
             Sink::Python(obj) => {
                 let obj = obj.bind(py);
                 let mut done = 0;
@@ -237,7 +151,7 @@ impl Sink {
                     // Raw files may write less than asked and say how much.
                     done += match n.extract::<Option<usize>>()? {
                         Some(0) => {
-                            return Err(PyOSError::new_err("the sink accepted no bytes"));
+                            return Err(errors::io("the sink accepted no bytes"));
                         }
                         Some(n) => n.min(end - done),
                         None => end - done,
@@ -251,7 +165,7 @@ impl Sink {
     /// As [`Sink::write`], called without the GIL: a Python sink takes it for its `write`.
     pub fn write_detached(&mut self, bytes: &[u8]) -> PyResult<()> {
         match self {
-            Sink::Path(t) => Ok(t.file.write_all(bytes)?),
+            Sink::Path(t) => Ok(t.write_all(bytes)?),
             Sink::Memory(v) => append_tail(v, bytes),
             Sink::Python(_) => Python::attach(|py| self.write(py, bytes)),
         }
@@ -265,7 +179,7 @@ impl Sink {
                 let done = std::mem::replace(v, MemoryOutput::with_capacity(py, 0)?);
                 done.finish(py).map(Some)
             }
-            Sink::Path(t) => t.commit(py).map(|()| None),
+            Sink::Path(t) => Ok(py.detach(|| t.commit()).map(|()| None)?),
             Sink::Python(_) => Ok(None),
         }
     }
@@ -360,7 +274,7 @@ pub fn unwrap_py_error(err: Error) -> PyErr {
             }
         }
     }
-    PyErr::from(err)
+    crate::errors::from_core(err)
 }
 
 /// A Python bytes-like object as an Arrow buffer, without copying: the buffer keeps the
@@ -370,9 +284,7 @@ fn buffer_from_python(obj: &Bound<'_, PyAny>) -> PyResult<Option<Buffer>> {
         return Ok(None);
     };
     if !view.is_c_contiguous() {
-        return Err(pyo3::exceptions::PyBufferError::new_err(
-            "source must be C-contiguous",
-        ));
+        return Err(errors::unusable_buffer("source must be C-contiguous"));
     }
     let len = view.len_bytes();
     let ptr = NonNull::new(view.buf_ptr() as *mut u8).unwrap_or(NonNull::dangling());
@@ -417,7 +329,7 @@ impl InputSource {
                 obj: obj.clone().unbind(),
             })));
         }
-        Err(PyTypeError::new_err(format!(
+        Err(errors::wrong_type(format!(
             "source must be a bytes-like object, a path (str or os.PathLike) or a binary file \
              object with read(), not '{}'",
             type_name(obj)

@@ -1,0 +1,28 @@
+//! zstdpool's core: pooled zstd contexts for compressing Arrow data often and in small pieces.
+//!
+//! `context` and `pool` keep zstd contexts warm between callers; `codec` decides how to
+//! decompress a frame safely; `ipc` adds compression as a stage over Arrow IPC message bodies;
+//! `spare`, `output`, `pages` and `parallel` are the memory and thread plumbing they share.
+//! Nothing here touches Python: the bindings crate wraps it.
+
+pub mod alloc;
+pub mod atomic_file;
+pub mod codec;
+pub mod context;
+pub mod error;
+pub mod ipc;
+pub mod output;
+pub mod pages;
+pub mod parallel;
+pub mod params;
+pub mod pool;
+pub mod spare;
+
+pub use context::{CompressParams, Compressor, DecompressParams, Decompressor};
+pub use error::{Error, Result};
+pub use pool::{ContextPool, Lease, PoolConfig, PoolKey, PoolStats};
+
+/// The core's own tests count allocations through the counting allocator, as the extension does.
+#[cfg(all(test, feature = "alloc-stats"))]
+#[global_allocator]
+static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;

@@ -1,0 +1,110 @@
+//! The one place the extension builds Python exceptions. Core errors become exceptions in
+//! `From<Error> for PyErr`; every other exception the bindings raise is made by one of the
+//! functions below, so that the same kind of problem raises the same class everywhere.
+//! The package's own classes live in `zstdpool/errors.py` (they subclass both `ZstdError` and
+//! a built-in) and are imported once, on first use.
+
+use pyo3::exceptions::{
+    PyBufferError, PyIndexError, PyMemoryError, PyOSError, PyOverflowError, PyStopIteration,
+    PyTypeError,
+};
+use pyo3::prelude::*;
+
+use zstdpool_core::error::Error;
+
+pyo3::import_exception!(zstdpool.errors, BusyError);
+pyo3::import_exception!(zstdpool.errors, ClosedError);
+pyo3::import_exception!(zstdpool.errors, CompressionError);
+pyo3::import_exception!(zstdpool.errors, DecompressionError);
+pyo3::import_exception!(zstdpool.errors, IpcError);
+pyo3::import_exception!(zstdpool.errors, OutputLimitError);
+pyo3::import_exception!(zstdpool.errors, ParameterError);
+
+/// The exception for a core error.
+pub fn from_core(err: Error) -> PyErr {
+    {
+        match err {
+            Error::Parameter(m) => ParameterError::new_err(m),
+            Error::Corrupt(m) => DecompressionError::new_err(m),
+            Error::Limit(m) => OutputLimitError::new_err(m),
+            Error::Memory(m) => PyMemoryError::new_err(m),
+            Error::Compress(m) => CompressionError::new_err(m),
+            Error::Ipc(m) => IpcError::new_err(m),
+            Error::Io(io) => PyErr::from(io),
+        }
+    }
+}
+
+/// A lease, writer or reader used after `close()`.
+pub fn closed(what: &str) -> PyErr {
+    ClosedError::new_err(format!("I/O operation on a closed {what}"))
+}
+
+/// A lease, writer or reader used by a second thread while a call of the first runs.
+pub fn busy(what: &str, advice: &str) -> PyErr {
+    BusyError::new_err(format!("this {what} is in use by another thread; {advice}"))
+}
+
+/// An argument of a kind the function does not take (the one built-in class the bindings raise
+/// for bad arguments: values of the right kind that are out of range are `ParameterError`s).
+pub fn wrong_type(msg: impl Into<String>) -> PyErr {
+    PyTypeError::new_err(msg.into())
+}
+
+/// A buffer that cannot be used as it is (not contiguous).
+pub fn unusable_buffer(msg: impl Into<String>) -> PyErr {
+    PyBufferError::new_err(msg.into())
+}
+
+/// A sink or source that cannot be used (closed, not writable, accepted nothing).
+pub fn io(msg: impl Into<String>) -> PyErr {
+    PyOSError::new_err(msg.into())
+}
+
+/// An index past the end of a sequence (a file's batches).
+pub fn index(msg: impl Into<String>) -> PyErr {
+    PyIndexError::new_err(msg.into())
+}
+
+/// An output larger than a Python bytes object can be.
+pub fn too_large_for_bytes() -> PyErr {
+    PyOverflowError::new_err("output too large for bytes")
+}
+
+/// An output that an earlier failed allocation lost.
+pub fn output_lost() -> PyErr {
+    PyMemoryError::new_err("the output was lost when an earlier allocation failed")
+}
+
+/// The end of an iteration, for methods that signal it as pyarrow's do.
+pub fn stop_iteration() -> PyErr {
+    PyStopIteration::new_err(())
+}
+
+/// `err` with `cause` as its `__cause__`.
+pub fn with_cause(py: Python<'_>, err: PyErr, cause: PyErr) -> PyErr {
+    err.set_cause(py, Some(cause));
+    err
+}
+
+/// Core results as Python results: `core_call().or_raise()?` raises the error's exception.
+pub trait OrRaise<T> {
+    fn or_raise(self) -> PyResult<T>;
+}
+
+impl<T> OrRaise<T> for Result<T, Error> {
+    fn or_raise(self) -> PyResult<T> {
+        self.map_err(from_core)
+    }
+}
+
+/// A core error as its Python exception, where a value rather than a result is needed.
+pub trait IntoPyErr {
+    fn into_py_err(self) -> PyErr;
+}
+
+impl IntoPyErr for Error {
+    fn into_py_err(self) -> PyErr {
+        from_core(self)
+    }
+}
