@@ -10,7 +10,7 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 
-use zstdpool_core::error::Error;
+use zstdpool_core::error::{Error, PathError};
 
 pyo3::import_exception!(zstdpool.errors, BusyError);
 pyo3::import_exception!(zstdpool.errors, ClosedError);
@@ -30,9 +30,55 @@ pub fn from_core(err: Error) -> PyErr {
             Error::Memory(m) => PyMemoryError::new_err(m),
             Error::Compress(m) => CompressionError::new_err(m),
             Error::Ipc(m) => IpcError::new_err(m),
-            Error::Io(io) => PyErr::from(io),
+            Error::Io(io) => os_error(io),
         }
     }
+}
+
+/// An I/O error as Python raises one: `OSError(errno, strerror, filename)`, which Python makes
+/// the errno's subclass (`FileNotFoundError`, `PermissionError`...), with the path of a
+/// [`PathError`] as the filename.
+pub fn os_error(err: std::io::Error) -> PyErr {
+    let (cause, path, action) = match err.get_ref().and_then(|e| e.downcast_ref::<PathError>()) {
+        Some(p) => (
+            &p.cause,
+            Some(p.path.clone().into_os_string()),
+            Some(p.action),
+        ),
+        None => (&err, None, None),
+    };
+    let Some(errno) = cause.raw_os_error().or_else(|| kind_errno(cause.kind())) else {
+        return PyErr::from(err);
+    };
+    // The cause's words without Rust's " (os error N)", which the errno says already.
+    let words = cause.to_string();
+    let words = match words.rfind(" (os error ") {
+        Some(at) if words.ends_with(')') => words[..at].to_string(),
+        _ => words,
+    };
+    let strerror = match action {
+        Some(action) => format!("{action}: {words}"),
+        None => words,
+    };
+    match path {
+        Some(path) => PyOSError::new_err((errno, strerror, path)),
+        None => PyOSError::new_err((errno, strerror)),
+    }
+}
+
+/// The errno Python's `OSError` picks a subclass by, for errors made without one.
+fn kind_errno(kind: std::io::ErrorKind) -> Option<i32> {
+    use std::io::ErrorKind::*;
+    Some(match kind {
+        NotFound => 2,          // ENOENT
+        PermissionDenied => 13, // EACCES
+        AlreadyExists => 17,    // EEXIST
+        NotADirectory => 20,    // ENOTDIR
+        IsADirectory => 21,     // EISDIR
+        InvalidInput => 22,     // EINVAL
+        StorageFull => 28,      // ENOSPC
+        _ => return None,
+    })
 }
 
 /// A lease, writer or reader used after `close()`.

@@ -17,10 +17,10 @@ use pyo3::types::{PyBytes, PyString, PyType};
 use crate::buffer::type_name;
 use crate::bytes_output::MemoryOutput;
 use crate::errors;
-use zstdpool_core::atomic_file::TempFile;
-use zstdpool_core::error::{Error, Result};
+use zstdpool_core::error::{path_error, Error, Result};
 use zstdpool_core::ipc::source::{BytesSource, RandomSource, ReaderSource, Source};
 use zstdpool_core::output::Output;
+use zstdpool_core::path_sink::{Durability, PathSink};
 
 /// What a path argument may be: str or os.PathLike.
 fn as_path(obj: &Bound<'_, PyAny>) -> PyResult<Option<PathBuf>> {
@@ -80,15 +80,20 @@ fn append_tail(out: &mut MemoryOutput, bytes: &[u8]) -> PyResult<()> {
 pub enum Sink {
     /// Built in a bytes object, returned at the end.
     Memory(MemoryOutput),
-    /// A file this writer created (see [`TempFile`]).
-    Path(TempFile),
+    /// A path (see [`PathSink`]: a temporary file renamed into place on commit).
+    Path(PathSink),
     /// A Python object with `write`.
     Python(Py<PyAny>),
 }
 
 impl Sink {
     /// A sink for `obj`: None (bytes), a path, or a binary file object.
-    pub fn open(py: Python<'_>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Sink> {
+    /// A path sink commits with `durability`.
+    pub fn open(
+        py: Python<'_>,
+        obj: Option<&Bound<'_, PyAny>>,
+        durability: Durability,
+    ) -> PyResult<Sink> {
         let Some(obj) = obj.filter(|o| !o.is_none()) else {
             return Ok(Sink::Memory(MemoryOutput::with_capacity(py, MEMORY_START)?));
         };
@@ -98,7 +103,9 @@ impl Sink {
         let io_object = is_io_object(obj)?;
         if !io_object {
             if let Some(target) = as_path(obj)? {
-                return Ok(Sink::Path(TempFile::create(target)?));
+                return PathSink::create(&target, durability)
+                    .map(Sink::Path)
+                    .map_err(errors::os_error);
             }
         }
         if io_object || obj.hasattr("write")? {
@@ -139,7 +146,7 @@ impl Sink {
         }
         match self {
             Sink::Memory(v) => append_tail(v, bytes),
-            Sink::Path(t) => Ok(py.detach(|| t.write_all(bytes))?),
+            Sink::Path(t) => py.detach(|| t.write_all(bytes)).map_err(errors::os_error),
             Sink::Python(obj) => {
                 let obj = obj.bind(py);
                 let mut done = 0;
@@ -165,7 +172,7 @@ impl Sink {
     /// As [`Sink::write`], called without the GIL: a Python sink takes it for its `write`.
     pub fn write_detached(&mut self, bytes: &[u8]) -> PyResult<()> {
         match self {
-            Sink::Path(t) => Ok(t.write_all(bytes)?),
+            Sink::Path(t) => t.write_all(bytes).map_err(errors::os_error),
             Sink::Memory(v) => append_tail(v, bytes),
             Sink::Python(_) => Python::attach(|py| self.write(py, bytes)),
         }
@@ -179,7 +186,10 @@ impl Sink {
                 let done = std::mem::replace(v, MemoryOutput::with_capacity(py, 0)?);
                 done.finish(py).map(Some)
             }
-            Sink::Path(t) => Ok(py.detach(|| t.commit()).map(|()| None)?),
+            Sink::Path(t) => py
+                .detach(|| t.commit())
+                .map(|()| None)
+                .map_err(errors::os_error),
             Sink::Python(_) => Ok(None),
         }
     }
@@ -305,16 +315,12 @@ pub enum InputSource {
 impl InputSource {
     pub fn open(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
         if let Some(path) = as_path(obj)? {
-            let file = File::open(&path).map_err(|e| {
-                PyErr::from(std::io::Error::new(
-                    e.kind(),
-                    format!("cannot read {}: {e}", path.display()),
-                ))
-            })?;
+            let cannot_read = |e| errors::os_error(path_error("cannot read", &path, e));
+            let file = File::open(&path).map_err(cannot_read)?;
             if file.metadata().is_ok_and(|m| m.is_dir()) {
-                return Err(PyErr::from(std::io::Error::new(
+                return Err(cannot_read(std::io::Error::new(
                     std::io::ErrorKind::IsADirectory,
-                    format!("cannot read {}: it is a directory", path.display()),
+                    "it is a directory",
                 )));
             }
             return Ok(InputSource::File(ReaderSource::new(
@@ -381,4 +387,31 @@ impl RandomSource for InputSource {
             InputSource::Python(s) => s.read_at(offset, n),
         }
     }
+}
+
+/// Removes zstdpool's temporary files left by writes that never finished (a process killed
+/// mid-write): those of the file `path`, or of every file in the directory `path` and, with
+/// `recursive` (the default), in the directories below it, last modified at least `min_age`
+/// seconds ago (default one hour, so that writes still running are left alone). Temporary
+/// files are named `.<target>.zstdpool-<pid>-<random>.tmp`; nothing else is touched, and
+/// links are neither followed nor removed. Returns the paths removed.
+#[pyfunction]
+#[pyo3(signature = (path, *, min_age=3600.0, recursive=true))]
+pub fn remove_stale_temp_files(
+    py: Python<'_>,
+    path: &Bound<'_, PyAny>,
+    min_age: f64,
+    recursive: bool,
+) -> PyResult<Vec<PathBuf>> {
+    let Some(path) = as_path(path)? else {
+        return Err(errors::wrong_type(format!(
+            "path must be a str or os.PathLike, not '{}'",
+            type_name(path)
+        )));
+    };
+    let min_age = zstdpool_core::params::timeout("min_age", Some(min_age))
+        .or_raise()?
+        .unwrap_or(std::time::Duration::MAX);
+    py.detach(|| zstdpool_core::path_sink::remove_stale(&path, min_age, recursive))
+        .map_err(|e| errors::os_error(path_error("cannot clean", &path, e)))
 }

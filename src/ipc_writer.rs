@@ -19,7 +19,17 @@ use crate::pool::{pool_or_default, PyContextPool};
 use zstdpool_core::error::Error;
 use zstdpool_core::ipc::{Compression, IpcFormat, IpcWriter, WriterOptions};
 use zstdpool_core::params;
+use zstdpool_core::path_sink::Durability;
 use zstdpool_core::pool::ContextPool;
+
+/// What `fsync=` asks of a path sink (see `zstdpool_core::path_sink::Durability`).
+pub fn durability(fsync: bool) -> Durability {
+    if fsync {
+        Durability::Sync
+    } else {
+        Durability::Rename
+    }
+}
 
 /// The options every writer function takes, checked.
 fn writer_options(
@@ -71,10 +81,11 @@ impl Open {
         sink: Option<&Bound<'_, PyAny>>,
         schema: SchemaRef,
         options: WriterOptions,
+        durability: Durability,
         pool: &ContextPool,
     ) -> PyResult<Open> {
         let writer = IpcWriter::try_new(schema, options, pool).or_raise()?;
-        let sink = Sink::open(py, sink)?;
+        let sink = Sink::open(py, sink, durability)?;
         Ok(Open::with_sink(writer, sink))
     }
 
@@ -171,10 +182,18 @@ impl PyIpcWriter {
         sink: &Bound<'_, PyAny>,
         schema: SchemaRef,
         options: WriterOptions,
+        durability: Durability,
         pool: &ContextPool,
     ) -> PyResult<Self> {
         let (format, compression) = (options.format, options.compression);
-        let open = Open::new(sink.py(), Some(sink), schema.clone(), options, pool)?;
+        let open = Open::new(
+            sink.py(),
+            Some(sink),
+            schema.clone(),
+            options,
+            durability,
+            pool,
+        )?;
         Ok(PyIpcWriter {
             open: Held::new(open, "IPC writer"),
             schema,
@@ -336,9 +355,15 @@ impl Drop for PyIpcWriter {
 }
 
 /// Opens an Arrow IPC stream writer on `sink` (a path, or a binary file object).
+///
+/// A path sink is written under a hidden temporary name beside it and renamed into place
+/// when the output is complete, so a failed write leaves nothing under its name and a crash
+/// of the process leaves the old file or the new one whole. With `fsync=True` the file and its
+/// directory are synced as well: once the output is complete it survives a power loss (without,
+/// as in pyarrow and polars, a power loss soon after may leave an empty or partial file).
 #[pyfunction]
 #[pyo3(
-    signature = (sink, schema, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, pool=None)
+    signature = (sink, schema, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn new_stream(
@@ -348,6 +373,7 @@ pub fn new_stream(
     level: Option<i64>,
     threads: Option<i64>,
     dictionary_deltas: bool,
+    fsync: bool,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcWriter> {
     require_sink(sink)?;
@@ -359,13 +385,25 @@ pub fn new_stream(
         dictionary_deltas,
         None,
     )?;
-    PyIpcWriter::create(sink, schema_of(schema)?, options, pool_or_default(pool))
+    PyIpcWriter::create(
+        sink,
+        schema_of(schema)?,
+        options,
+        durability(fsync),
+        pool_or_default(pool),
+    )
 }
 
 /// Opens an Arrow IPC file writer on `sink` (a path, or a binary file object).
+///
+/// A path sink is written under a hidden temporary name beside it and renamed into place
+/// when the output is complete, so a failed write leaves nothing under its name and a crash
+/// of the process leaves the old file or the new one whole. With `fsync=True` the file and its
+/// directory are synced as well: once the output is complete it survives a power loss (without,
+/// as in pyarrow and polars, a power loss soon after may leave an empty or partial file).
 #[pyfunction]
 #[pyo3(
-    signature = (sink, schema, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, metadata=None, pool=None)
+    signature = (sink, schema, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, metadata=None, fsync=false, pool=None)
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn new_file(
@@ -376,6 +414,7 @@ pub fn new_file(
     threads: Option<i64>,
     dictionary_deltas: bool,
     metadata: Option<HashMap<String, String>>,
+    fsync: bool,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcWriter> {
     require_sink(sink)?;
@@ -387,7 +426,13 @@ pub fn new_file(
         dictionary_deltas,
         metadata,
     )?;
-    PyIpcWriter::create(sink, schema_of(schema)?, options, pool_or_default(pool))
+    PyIpcWriter::create(
+        sink,
+        schema_of(schema)?,
+        options,
+        durability(fsync),
+        pool_or_default(pool),
+    )
 }
 
 fn require_sink(sink: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -412,10 +457,11 @@ fn write_all<'py>(
     data: &Bound<'py, PyAny>,
     sink: Option<&Bound<'py, PyAny>>,
     options: WriterOptions,
+    durability: Durability,
     pool: &ContextPool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let input = to_input(data)?;
-    let sink = Sink::open(py, sink)?;
+    let sink = Sink::open(py, sink, durability)?;
     let (result, mut sink) = py.detach(move || {
         let started = input.import().and_then(|input| {
             let writer = IpcWriter::try_new(input.schema(), options, pool)
@@ -445,9 +491,15 @@ fn write_all<'py>(
 /// Writes `data` (a table, batch, reader, DataFrame or Arrow PyCapsule object) as one Arrow
 /// IPC stream. Returns the bytes when `sink` is None; otherwise writes to the path or file
 /// object and returns None.
+///
+/// A path sink is written under a hidden temporary name beside it and renamed into place
+/// when the output is complete, so a failed write leaves nothing under its name and a crash
+/// of the process leaves the old file or the new one whole. With `fsync=True` the file and its
+/// directory are synced as well: once the output is complete it survives a power loss (without,
+/// as in pyarrow and polars, a power loss soon after may leave an empty or partial file).
 #[pyfunction]
 #[pyo3(
-    signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, pool=None)
+    signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn write_stream<'py>(
@@ -458,6 +510,7 @@ pub fn write_stream<'py>(
     level: Option<i64>,
     threads: Option<i64>,
     dictionary_deltas: bool,
+    fsync: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let options = writer_options(
@@ -468,13 +521,26 @@ pub fn write_stream<'py>(
         dictionary_deltas,
         None,
     )?;
-    write_all(py, data, sink, options, pool_or_default(pool))
+    write_all(
+        py,
+        data,
+        sink,
+        options,
+        durability(fsync),
+        pool_or_default(pool),
+    )
 }
 
 /// Writes `data` as one Arrow IPC file (Feather v2). Returns the bytes when `sink` is None.
+///
+/// A path sink is written under a hidden temporary name beside it and renamed into place
+/// when the output is complete, so a failed write leaves nothing under its name and a crash
+/// of the process leaves the old file or the new one whole. With `fsync=True` the file and its
+/// directory are synced as well: once the output is complete it survives a power loss (without,
+/// as in pyarrow and polars, a power loss soon after may leave an empty or partial file).
 #[pyfunction]
 #[pyo3(
-    signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, metadata=None, pool=None)
+    signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, metadata=None, fsync=false, pool=None)
 )]
 #[allow(clippy::too_many_arguments)]
 pub fn write_file<'py>(
@@ -486,6 +552,7 @@ pub fn write_file<'py>(
     threads: Option<i64>,
     dictionary_deltas: bool,
     metadata: Option<HashMap<String, String>>,
+    fsync: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let options = writer_options(
@@ -496,5 +563,12 @@ pub fn write_file<'py>(
         dictionary_deltas,
         metadata,
     )?;
-    write_all(py, data, sink, options, pool_or_default(pool))
+    write_all(
+        py,
+        data,
+        sink,
+        options,
+        durability(fsync),
+        pool_or_default(pool),
+    )
 }

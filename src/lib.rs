@@ -58,6 +58,7 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ipc_reader::read_stream, m)?)?;
     m.add_function(wrap_pyfunction!(ipc_reader::read_file, m)?)?;
     m.add_function(wrap_pyfunction!(ipc_reader::inspect_ipc, m)?)?;
+    m.add_function(wrap_pyfunction!(io::remove_stale_temp_files, m)?)?;
     Ok(())
 }
 

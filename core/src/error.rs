@@ -42,6 +42,51 @@ impl Error {
     }
 }
 
+/// An I/O error about a path: what could not be done, to which path, and why. Carried inside
+/// a [`std::io::Error`] of the cause's kind, so the bindings can raise an `OSError` with the
+/// cause's errno and the path as its filename.
+#[derive(Debug)]
+pub struct PathError {
+    /// "cannot write", "cannot read", "cannot clean".
+    pub action: &'static str,
+    pub path: std::path::PathBuf,
+    pub cause: std::io::Error,
+}
+
+impl std::fmt::Display for PathError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}: {}", self.action, self.path.display(), self.cause)
+    }
+}
+
+impl std::error::Error for PathError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.cause)
+    }
+}
+
+/// `cause` as an I/O error of its own kind that names `path` and what could not be done.
+pub fn path_error(
+    action: &'static str,
+    path: &std::path::Path,
+    cause: std::io::Error,
+) -> std::io::Error {
+    if cause
+        .get_ref()
+        .is_some_and(|inner| inner.downcast_ref::<PathError>().is_some())
+    {
+        return cause; // already says which path
+    }
+    std::io::Error::new(
+        cause.kind(),
+        PathError {
+            action,
+            path: path.to_path_buf(),
+            cause,
+        },
+    )
+}
+
 /// Shorthand for results that fail with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

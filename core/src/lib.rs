@@ -6,7 +6,6 @@
 //! Nothing here touches Python: the bindings crate wraps it.
 
 pub mod alloc;
-pub mod atomic_file;
 pub mod codec;
 pub mod context;
 pub mod error;
@@ -15,6 +14,7 @@ pub mod output;
 pub mod pages;
 pub mod parallel;
 pub mod params;
+pub mod path_sink;
 pub mod pool;
 pub mod spare;
 

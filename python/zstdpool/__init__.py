@@ -28,6 +28,7 @@ from zstdpool._zstdpool import (
     default_pool,
     memory_stats,
     pool_stats,
+    remove_stale_temp_files,
     reset_peak_memory,
 )
 from zstdpool.errors import (
@@ -71,5 +72,6 @@ __all__ = [
     "ipc",
     "memory_stats",
     "pool_stats",
+    "remove_stale_temp_files",
     "reset_peak_memory",
 ]

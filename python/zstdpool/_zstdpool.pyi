@@ -41,6 +41,7 @@ __all__ = [
     "pool_stats",
     "read_file",
     "read_stream",
+    "remove_stale_temp_files",
     "reset_peak_memory",
     "write_file",
     "write_stream",
@@ -235,6 +236,7 @@ def new_stream(
     level: int | None = None,
     threads: int | None = None,
     dictionary_deltas: bool = False,
+    fsync: bool = False,
     pool: ContextPool | None = None,
 ) -> IpcWriter: ...
 def new_file(
@@ -246,6 +248,7 @@ def new_file(
     threads: int | None = None,
     dictionary_deltas: bool = False,
     metadata: dict[str, str] | None = None,
+    fsync: bool = False,
     pool: ContextPool | None = None,
 ) -> IpcWriter: ...
 def write_stream(
@@ -256,6 +259,7 @@ def write_stream(
     level: int | None = None,
     threads: int | None = None,
     dictionary_deltas: bool = False,
+    fsync: bool = False,
     pool: ContextPool | None = None,
 ) -> bytes | None: ...
 def write_file(
@@ -267,6 +271,7 @@ def write_file(
     threads: int | None = None,
     dictionary_deltas: bool = False,
     metadata: dict[str, str] | None = None,
+    fsync: bool = False,
     pool: ContextPool | None = None,
 ) -> bytes | None: ...
 def open_stream(
@@ -302,3 +307,6 @@ def read_file(
     pool: ContextPool | None = None,
 ) -> pa.Table: ...
 def inspect_ipc(source: _Source) -> dict[str, Any]: ...
+def remove_stale_temp_files(
+    path: str | os.PathLike[str], *, min_age: float = 3600.0, recursive: bool = True
+) -> list[str]: ...
