@@ -1298,24 +1298,35 @@ def test_close_from_another_thread_during_a_write(tmp_path):
 
     thread = threading.Thread(target=write, args=(w,), daemon=True)
     thread.start()
+    closed_during_the_write = False
     try:
         assert started.wait(THREAD_TIMEOUT)
         with pytest.raises(zstdpool.BusyError):
             w.write(table)
         try:
             w.close()
+            closed_during_the_write = True
         except zstdpool.BusyError:
             pass  # refusing to close a busy writer would be fine too
     finally:
         release.set()
         thread.join(THREAD_TIMEOUT)
+    assert not thread.is_alive()
     w.close()
     del w
     gc.collect()
+    # Only a close that went through while the write ran may end it, and only as closed.
+    if closed_during_the_write:
+        assert all(isinstance(e, ClosedError) for e in errors), errors
+    else:
+        assert errors == [], errors
     # Either the file was completed, or nothing is left; never a stray temp file.
     assert list(tmp_path.glob(TEMP_GLOB)) == []
     if path.exists():
         pa_read("file", str(path))
+    if not errors:  # the write ran to its end: the file holds both of its batches
+        batch = table.to_batches()[0]
+        assert_tables_equal(pa_read("file", str(path)), pa.Table.from_batches([batch] * 2))
 
 
 # --------------------------------------------------------------------------------------
