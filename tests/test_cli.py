@@ -23,11 +23,6 @@ import zstdpool._zstdpool
 from zstdpool import _cli_ipc
 from zstdpool.__main__ import main
 
-HAVE_INSPECT = hasattr(zstdpool._zstdpool, "inspect_ipc")
-needs_inspect = pytest.mark.skipif(
-    not HAVE_INSPECT, reason="zstdpool._zstdpool.inspect_ipc is not built yet"
-)
-
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # a zstd frame
 LZ4_MAGIC = b"\x04\x22\x4d\x18"  # an lz4 frame
 STREAM_START = b"\xff\xff\xff\xff"
@@ -413,7 +408,6 @@ def test_commands_listed() -> None:
 # --- inspect --------------------------------------------------------------------------------
 
 
-@needs_inspect
 @pytest.mark.parametrize(
     ("write", "fmt", "codec"),
     [
@@ -456,7 +450,6 @@ def test_inspect(tmp_path: Path, write: Callable[[Path], pa.Table], fmt: str, co
         assert re.search(rf"^{name}\s", out, re.M), name
 
 
-@needs_inspect
 def test_inspect_corrupt_input(tmp_path: Path) -> None:
     path = tmp_path / "data"
     _truncated_file(path)
@@ -504,7 +497,7 @@ def test_inspect_report_format(
 ) -> None:
     path = tmp_path / "data.arrow"
     _write_pa_file("zstd")(path)
-    monkeypatch.setattr(zstdpool._zstdpool, "inspect_ipc", _fake_info, raising=False)
+    monkeypatch.setattr(zstdpool._zstdpool, "inspect_ipc", _fake_info)
 
     assert main(["inspect", str(path)]) == 0
     out = capsys.readouterr().out
@@ -541,14 +534,17 @@ def test_inspect_report_format(
     }
 
 
-def test_inspect_without_inspect_ipc(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_inspect_has_no_fallback_for_a_build_without_inspect_ipc(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Every build of the extension has inspect_ipc. One without it is broken, and inspect
+    fails with the AttributeError instead of reporting it as a failure of the input (exit 1)."""
     path = tmp_path / "data.arrow"
     _write_pa_file("zstd")(path)
-    monkeypatch.delattr(zstdpool._zstdpool, "inspect_ipc", raising=False)
-    assert main(["inspect", str(path)]) == 1
-    assert "inspect_ipc" in capsys.readouterr().err
+    assert callable(zstdpool._zstdpool.inspect_ipc)
+    monkeypatch.delattr(zstdpool._zstdpool, "inspect_ipc")
+    with pytest.raises(AttributeError, match="inspect_ipc"):
+        main(["inspect", str(path)])
 
 
 # --- helpers --------------------------------------------------------------------------------

@@ -451,13 +451,9 @@ def add_inspect(subparsers: Any) -> None:
     p.set_defaults(run=run_inspect, parser=p)
 
 
-def _inspect_ipc() -> Any:
+def run_inspect(args: argparse.Namespace) -> int:
     from zstdpool import _zstdpool
 
-    return getattr(_zstdpool, "inspect_ipc", None)
-
-
-def run_inspect(args: argparse.Namespace) -> int:
     parser: argparse.ArgumentParser = args.parser
     path = args.path
     f, code = _open_source(parser, path, "PATH")
@@ -471,13 +467,8 @@ def run_inspect(args: argparse.Namespace) -> int:
             return _failure(f"{path}: {e}")
         except OSError as e:
             return _failure(f"{path}: cannot read: {e}")
-    inspect_ipc = _inspect_ipc()
-    if inspect_ipc is None:
-        return _failure(
-            "inspect needs zstdpool._zstdpool.inspect_ipc, which this build of zstdpool lacks"
-        )
     try:
-        info = inspect_ipc(path)
+        info = _zstdpool.inspect_ipc(path)
     except _runtime_errors() as e:
         return _failure(f"{path}: {e}")
     if args.json:
