@@ -3,7 +3,7 @@
 Benchmarking is off by default (``--benchmark-disable`` in pyproject), so a plain ``pytest``
 runs each case once as a smoke test; every case still checks that its result round-trips.
 Measure with ``pytest benchmarks --benchmark-enable`` (or ``--benchmark-only``). The data
-and the contenders are those of ``python -m zstdpool bench`` (zstdpool._bench).
+and the contenders are those of ``python -m zstdpool bench`` (zstdpool._bench.codec).
 """
 
 from __future__ import annotations
@@ -16,24 +16,19 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
-from zstdpool import _bench
 from zstdpool.__main__ import main
-from zstdpool._bench import (
+from zstdpool._bench import runner as _bench
+from zstdpool._bench.codec import (
     COMPRESSORS,
     DECOMPRESSORS,
     MANY_COMPRESSORS,
     CodecImpl,
-    KiB,
-    MiB,
-    Timed,
     check_compressed,
     check_compressed_many,
     check_decompressed,
-    format_size,
-    sample_buffers,
-    sample_data,
-    sample_frame,
 )
+from zstdpool._bench.data import KiB, MiB, format_size, sample_buffers, sample_data, sample_frame
+from zstdpool._bench.runner import Timed
 
 SIZES = (1 * KiB, 64 * KiB, 4 * MiB)
 LEVEL = 3

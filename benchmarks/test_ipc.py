@@ -4,7 +4,7 @@ Benchmarking is off by default (``--benchmark-disable`` in pyproject), so a plai
 runs each case once as a smoke test; every case still checks its result (what was written
 reads back with pyarrow as the input; what was read equals the input). Measure with
 ``pytest benchmarks/test_ipc.py --benchmark-enable``. The inputs and the contenders are those
-of ``python -m zstdpool bench`` (zstdpool._bench_ipc).
+of ``python -m zstdpool bench`` (zstdpool._bench.ipc and .threads).
 """
 
 from __future__ import annotations
@@ -18,21 +18,23 @@ import pytest
 
 pytest.importorskip("numpy")
 
-from zstdpool import _bench  # noqa: E402
-from zstdpool._bench import Timed  # noqa: E402
-from zstdpool._bench_ipc import (  # noqa: E402
+from zstdpool._bench import runner as _bench  # noqa: E402
+from zstdpool._bench.data import lineitem_table  # noqa: E402
+from zstdpool._bench.ipc import (  # noqa: E402
     ONE_WRITERS,
     PER_TABLE_WRITERS,
     READERS,
-    Gang,
     IpcImpl,
     TableCase,
-    check_frame_list,
     check_read,
-    check_stream_list,
     check_written,
     ipc_sizes,
-    lineitem_table,
+)
+from zstdpool._bench.runner import Timed  # noqa: E402
+from zstdpool._bench.threads import (  # noqa: E402
+    Gang,
+    check_frame_list,
+    check_stream_list,
     python_threads_workload,
     table_buffers,
 )

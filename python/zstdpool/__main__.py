@@ -91,13 +91,13 @@ def _writable(path: str) -> bool:
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    from zstdpool import _bench
+    from zstdpool._bench import report, runner
 
     parser: argparse.ArgumentParser = args.parser
-    profile = _bench.PROFILES["tiny" if _bench.tiny_requested() else args.profile]
+    profile = runner.PROFILES["tiny" if runner.tiny_requested() else args.profile]
     if args.memory:
         return _run_bench_memory(args, profile.name)
-    workloads = _bench.load_workloads(profile, args.filter)
+    workloads = runner.load_workloads(profile, args.filter)
     if args.list:
         for w in workloads:
             print(f"{w.group:8}  {w.name:32}  {w.description}")
@@ -107,40 +107,40 @@ def _run_bench(args: argparse.Namespace) -> int:
     for option, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None and not _writable(path):
             return _usage_error(parser, f"{option}: cannot write {path!r}")
-    if args.plot is not None and not _bench.have_matplotlib():
-        return _usage_error(parser, _bench.PLOT_HINT)
+    if args.plot is not None and not report.have_matplotlib():
+        return _usage_error(parser, report.PLOT_HINT)
 
-    report = _bench.run(workloads, profile)
-    print(_bench.format_table(report))
+    timing = runner.run(workloads, profile)
+    print(report.format_table(timing))
     if profile.name == "full":
-        from zstdpool import _bench_memory
+        from zstdpool._bench import memory
 
-        why = _bench_memory.unavailable()
-        rows = [] if why else _bench_memory.memory_table(profile.name, args.filter)
-        print(f"\nnote: {why}" if why else "\n" + _bench_memory.format_memory_table(rows))
+        why = memory.unavailable()
+        rows = [] if why else memory.memory_table(profile.name, args.filter)
+        print(f"\nnote: {why}" if why else "\n" + report.format_memory_table(rows))
         if args.json is not None:
-            _bench_memory.write_json(rows, args.json, timing=_bench.to_json(report))
+            report.write_memory_json(rows, args.json, timing=report.to_json(timing))
     elif args.json is not None:
-        _bench.write_json(report, args.json)
+        report.write_json(timing, args.json)
     if args.json is not None:
         print(f"wrote {args.json}", file=sys.stderr)
     if args.plot is not None:
         try:
-            _bench.plot(report, args.plot)
+            report.plot(timing, args.plot)
         except RuntimeError as e:
             print(f"{parser.prog}: error: {e}", file=sys.stderr)
             return EXIT_FAILURE
         print(f"wrote {args.plot}", file=sys.stderr)
-    return EXIT_FAILURE if report.failed else EXIT_OK
+    return EXIT_FAILURE if timing.failed else EXIT_OK
 
 
 def _run_bench_memory(args: argparse.Namespace, size_choice: str) -> int:
-    from zstdpool import _bench_memory
+    from zstdpool._bench import memory, report
 
     parser: argparse.ArgumentParser = args.parser
-    cases = _bench_memory.memory_cases(size_choice, args.filter)
+    cases = memory.memory_cases(size_choice, args.filter)
     if args.list:
-        print(_bench_memory.list_cases(size_choice, args.filter))
+        print(memory.list_cases(size_choice, args.filter))
         return EXIT_OK
     if not cases:
         return _usage_error(parser, f"no input matches {' or '.join(map(repr, args.filter))}")
@@ -148,14 +148,14 @@ def _run_bench_memory(args: argparse.Namespace, size_choice: str) -> int:
         return _usage_error(parser, "--plot draws the timing ratios; it does not go with --memory")
     if args.json is not None and not _writable(args.json):
         return _usage_error(parser, f"--json: cannot write {args.json!r}")
-    why = _bench_memory.unavailable()
+    why = memory.unavailable()
     if why:
         print(f"{parser.prog}: error: {why}", file=sys.stderr)
         return EXIT_FAILURE
-    rows = _bench_memory.memory_table(size_choice, args.filter)
-    print(_bench_memory.format_memory_table(rows))
+    rows = memory.memory_table(size_choice, args.filter)
+    print(report.format_memory_table(rows))
     if args.json is not None:
-        _bench_memory.write_json(rows, args.json, timing=None)
+        report.write_memory_json(rows, args.json, timing=None)
         print(f"wrote {args.json}", file=sys.stderr)
     return EXIT_OK
 
