@@ -94,11 +94,6 @@ class CodecImpl(Generic[T]):
     bind: Callable[[ExitStack, T, int], Timed]
     requires: tuple[str, ...] = ()
 
-    @property
-    def id(self) -> str:
-        """A name fit for a pytest id."""
-        return self.label.replace(" ", "-").replace("=", "")
-
 
 def _zstdpool_compress(stack: ExitStack, data: bytes, level: int) -> Timed:
     import zstdpool

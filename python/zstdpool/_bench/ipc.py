@@ -215,11 +215,6 @@ class IpcImpl:
     bind: Callable[[ExitStack, Any], Timed]
     requires: tuple[str, ...] = ()
 
-    @property
-    def id(self) -> str:
-        """A name fit for a pytest id."""
-        return self.label.replace(" ", "-").replace("=", "").replace("(", "").replace(")", "")
-
 
 def _pyarrow_options(use_threads: bool = True) -> Any:
     import pyarrow as pa
