@@ -26,6 +26,7 @@ import zstdpool  # noqa: E402
 from zstdpool.__main__ import main  # noqa: E402
 from zstdpool._bench import data, memory  # noqa: E402
 from zstdpool._bench.memory import MemoryCase, compress_bound, measure_zstdpool  # noqa: E402
+from zstdpool._zstdpool import _resolve_threads  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not zstdpool.memory_stats()["counting"], reason="built without the alloc-stats feature"
@@ -57,6 +58,35 @@ def test_zstdpool_write_meets_the_memory_targets(case: MemoryCase, threads: int 
     bound = compress_bound(memory.largest_buffer(table))
     assert m["peak_limit"] == memory.PEAK_OVERHEAD + len(out) + m["threads"] * bound
     assert m["peak"] <= m["peak_limit"], {k: v for k, v in m.items() if k != "output"}
+
+
+@pytest.mark.parametrize("threads", [None, 1, 2, 3], ids=lambda t: f"threads{t}")
+def test_the_peak_target_counts_the_threads_the_core_uses(threads: int | None) -> None:
+    """The peak target allows one compressBound per compressing thread. That count is the
+    core's own rule (``_resolve_threads``), for batches below, at and above the 1 MiB where
+    ``threads=None`` starts to compress in parallel; a copy of the rule in the harness that
+    drifted from the core's would fail here."""
+    import numpy as np
+    import pyarrow as pa
+
+    for nbytes in (256 << 10, (1 << 20) - 64, 1 << 20, 4 << 20, 16 << 20):
+        rows = nbytes // 64  # eight int64 columns, one batch
+        table = pa.table(
+            {name: np.arange(rows, dtype=np.int64) * i for i, name in enumerate("abcdefgh")}
+        )
+        (batch,) = table.to_batches()
+        sizes = [b.size for column in batch.columns for b in column.buffers() if b and b.size]
+        assert sum(sizes) == nbytes
+        expected = _resolve_threads(threads, sum(sizes), len(sizes))
+        assert memory.compressing_threads(table, threads) == expected, nbytes
+        assert measure_zstdpool(table, threads)["threads"] == expected, nbytes
+    # The rule the module's docstring states: one thread below 1 MiB of buffers (by size),
+    # else up to one per CPU, never more than the buffers; an explicit count is capped by them.
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert _resolve_threads(None, (1 << 20) - 1, 8) == 1
+    assert _resolve_threads(None, 64 << 20, 64) == min(cpus or 1, 64)
+    assert _resolve_threads(None, 64 << 20, 1) == 1
+    assert _resolve_threads(3, 10, 2) == 2
 
 
 def test_compress_bound_is_zstds() -> None:

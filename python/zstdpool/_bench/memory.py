@@ -31,7 +31,7 @@ in the JSON shows such churn), which is not memory the write leaves behind.
 
 The two peaks are added: an upper bound of the peak of their sum, exact when both peak at
 the end of the write. ``threads=None`` (one thread below 1 MiB of buffers, else up to one per
-CPU) is the main
+CPU: the core's rule, which :func:`compressing_threads` asks the core for) is the main
 figure; ``threads=1`` and ``threads=2`` are shown too. The pool's idle bytes (contexts kept
 warm, shared by every later write) are a column of their own.
 
@@ -85,6 +85,7 @@ from zstdpool._bench.data import (
     lineitem_rows_table,
     uuid_table,
 )
+from zstdpool._zstdpool import _resolve_threads
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -102,10 +103,6 @@ WARMUP_WRITES = 2
 MEASURE_ATTEMPTS = 8
 #: zstdpool's threads settings measured; None (by size) is the main figure.
 ZSTDPOOL_THREADS: tuple[int | None, ...] = (None, 1, 2)
-#: Below this many bytes of buffers in a batch, threads=None compresses on one thread
-#: (zstdpool's ``PARALLEL_MIN_BYTES``); above, each thread gets at least 256 KiB.
-PARALLEL_MIN_BYTES = 1 * MiB
-MIN_BYTES_PER_THREAD = 256 * KiB
 
 
 # --------------------------------------------------------------------------------------------
@@ -228,28 +225,14 @@ def largest_buffer(table: pa.Table) -> int:
     return max((b.size for b in _buffers(table)), default=0)
 
 
-def available_threads() -> int:
-    """The CPUs this process may use (what Rust's available_parallelism sees, mostly)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def compressing_threads(table: pa.Table, threads: int | None) -> int:
-    """The threads that compress a batch of ``table`` in zstdpool, at most: its rule for the
-    thread count, capped by the non-empty buffers (a thread may start and find none left)."""
+    """The threads that compress a batch of ``table`` in zstdpool, at most: the core's own
+    rule for the thread count (``zstdpool._zstdpool._resolve_threads``) over the batch's
+    non-empty buffers, which caps it by their number (a thread may start and find none left)."""
     most = 1
     for batch in table.to_batches():
-        buffers = [b for b in _buffers(batch) if b.size]
-        items = max(1, len(buffers))
-        total = sum(b.size for b in buffers)
-        if threads is not None:
-            n = min(threads, items)
-        elif total < PARALLEL_MIN_BYTES:
-            n = 1
-        else:
-            n = max(1, min(available_threads(), items, total // MIN_BYTES_PER_THREAD))
-        most = max(most, n)
+        sizes = [b.size for b in _buffers(batch) if b.size]
+        most = max(most, _resolve_threads(threads, sum(sizes), len(sizes)))
     return most
 
 
