@@ -1,6 +1,6 @@
 """The ``recompress`` and ``inspect`` commands, run as ``python -m zstdpool`` in subprocesses.
 
-(``bench`` is tested in benchmarks/test_codec.py.)
+(``bench`` is tested in benchmarks/test_harness.py and benchmarks/test_memory_table.py.)
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import pyarrow.ipc
 import pytest
 import zstdpool
 import zstdpool._zstdpool
-from zstdpool import _cli_ipc
 from zstdpool.__main__ import main
+from zstdpool._cli import files, recompress
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # a zstd frame
 LZ4_MAGIC = b"\x04\x22\x4d\x18"  # an lz4 frame
@@ -190,7 +190,7 @@ def test_recompress_round_trips(tmp_path: Path, source: str) -> None:
     src_bytes = src.read_bytes()
     src_format = "file" if src_bytes.startswith(b"ARROW1") else "stream"
     i = list(SOURCES).index(source)
-    targets = [(_cli_ipc.CODECS[i % 3], "stream"), (_cli_ipc.CODECS[(i + 1) % 3], "file")]
+    targets = [(recompress.CODECS[i % 3], "stream"), (recompress.CODECS[(i + 1) % 3], "file")]
     for codec, fmt in targets:
         dst = tmp_path / f"dst-{codec}.{fmt}"
         result = run("recompress", src, dst, "--compression", codec, "--format", fmt)
@@ -206,7 +206,7 @@ def test_recompress_round_trips(tmp_path: Path, source: str) -> None:
         assert reported_sizes(result.stdout) == (len(src_bytes), len(data))
         label = {"zstd": "zstd level 1", "lz4": "lz4", "none": "uncompressed"}[codec]
         assert f"{src_format} -> {fmt}, {label}: " in result.stdout
-        batches = _cli_ipc._plural(count_batches(src), "batch")
+        batches = files.plural(count_batches(src), "batch")
         assert f"{batches}, {expected.num_rows:,} rows" in result.stdout
     assert src.read_bytes() == src_bytes
     assert not [n for n in listing(tmp_path) if n.endswith(".tmp")]
@@ -551,13 +551,13 @@ def test_inspect_has_no_fallback_for_a_build_without_inspect_ipc(
 
 
 def test_sniff_format() -> None:
-    assert _cli_ipc.sniff_format(b"ARROW1\0\0", 100) == "file"
-    assert _cli_ipc.sniff_format(STREAM_START + b"\x10\0\0\0", 100) == "stream"
+    assert files.sniff_format(b"ARROW1\0\0", 100) == "file"
+    assert files.sniff_format(STREAM_START + b"\x10\0\0\0", 100) == "stream"
     legacy = (120).to_bytes(4, "little") + (16).to_bytes(4, "little")
-    assert _cli_ipc.sniff_format(legacy, 200) == "stream"  # before Arrow 0.15
+    assert files.sniff_format(legacy, 200) == "stream"  # before Arrow 0.15
     for head, size in [(b"", 0), (b"hello wo", 100), (legacy, 100), (b"PAR1\0\0\0\0", 8)]:
-        with pytest.raises(_cli_ipc.InputError, match="not an Arrow IPC stream or file"):
-            _cli_ipc.sniff_format(head, size)
+        with pytest.raises(files.InputError, match="not an Arrow IPC stream or file"):
+            files.sniff_format(head, size)
 
 
 class _Terminal:
@@ -577,16 +577,16 @@ class _Terminal:
 
 
 def test_progress_shows_for_large_inputs_on_a_terminal() -> None:
-    big = _cli_ipc.PROGRESS_MIN_BYTES + 1
-    many = _cli_ipc.PROGRESS_MIN_BATCHES + 1
-    assert _cli_ipc.Progress(_Terminal(), None, big, None).enabled
-    assert _cli_ipc.Progress(_Terminal(), None, 1000, many).enabled
-    assert not _cli_ipc.Progress(_Terminal(), None, 1000, 3).enabled
-    assert not _cli_ipc.Progress(_Terminal(), False, big, many).enabled
+    big = recompress.PROGRESS_MIN_BYTES + 1
+    many = recompress.PROGRESS_MIN_BATCHES + 1
+    assert recompress.Progress(_Terminal(), None, big, None).enabled
+    assert recompress.Progress(_Terminal(), None, 1000, many).enabled
+    assert not recompress.Progress(_Terminal(), None, 1000, 3).enabled
+    assert not recompress.Progress(_Terminal(), False, big, many).enabled
 
     # A stream (batches unknown up front) gets its bar once it turns out long.
     out = _Terminal()
-    progress = _cli_ipc.Progress(out, None, 1000, None)
+    progress = recompress.Progress(out, None, 1000, None)
     for batch in range(1, many + 1):
         progress.update(batch, batch * 5)
     progress.finish(many, 1000)
