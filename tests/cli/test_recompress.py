@@ -1,107 +1,36 @@
-"""The ``recompress`` and ``inspect`` commands, run as ``python -m zstdpool`` in subprocesses.
-
-(``bench`` is tested in benchmarks/test_harness.py and benchmarks/test_memory_table.py.)
+"""``zstdpool recompress``, run as ``python -m zstdpool`` in subprocesses: round trips from
+every producer, codecs, levels and formats; refusals and failures that leave DST alone; and
+the progress bar.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
-import pyarrow.feather as feather
 import pyarrow.ipc
 import pytest
-import zstdpool
-import zstdpool._zstdpool
-from zstdpool.__main__ import main
 from zstdpool._cli import files, recompress
+
+from tests.helpers.cli import (
+    STREAM_START,
+    TABLE,
+    read_arrow,
+    run,
+    truncated_file,
+    write_feather,
+    write_pa_file,
+    write_pa_stream,
+)
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"  # a zstd frame
 LZ4_MAGIC = b"\x04\x22\x4d\x18"  # an lz4 frame
-STREAM_START = b"\xff\xff\xff\xff"
 
 
-def run(*args: str | os.PathLike[str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "zstdpool", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        timeout=120,
-    )
-
-
-def make_table(rows: int = 3000) -> pa.Table:
-    """Compressible columns of several kinds, nulls and a dictionary among them."""
-    schema = pa.schema(
-        [
-            pa.field("id", pa.int64()),
-            pa.field("x", pa.float64()),
-            pa.field("name", pa.string()),
-            pa.field("flag", pa.bool_()),
-            pa.field("tags", pa.list_(pa.int32())),
-            pa.field("city", pa.dictionary(pa.int32(), pa.string())),
-        ],
-        metadata={"origin": "test_cli"},
-    )
-    cities = ["Lyon", "Oslo", "Quito", "Perth"]
-    return pa.table(
-        {
-            "id": list(range(rows)),
-            "x": [None if i % 17 == 0 else i / 4 for i in range(rows)],
-            "name": [f"name-{i % 50}" for i in range(rows)],
-            "flag": [i % 3 == 0 for i in range(rows)],
-            "tags": [[i % 5] * (i % 4) for i in range(rows)],
-            "city": pa.array([cities[i % 4] for i in range(rows)]).dictionary_encode(),
-        },
-        schema=schema,
-    )
-
-
-TABLE = make_table()
-BATCH = 1000  # rows per batch: 3 batches
-
-
-def _pa_options(codec: str | None) -> pa.ipc.IpcWriteOptions:
-    return pa.ipc.IpcWriteOptions(compression=codec)
-
-
-def _write_pa_stream(codec: str | None) -> Callable[[Path], pa.Table]:
-    def write(path: Path) -> pa.Table:
-        with pa.ipc.new_stream(path, TABLE.schema, options=_pa_options(codec)) as w:
-            w.write_table(TABLE, max_chunksize=BATCH)
-        return TABLE
-
-    return write
-
-
-def _write_pa_file(codec: str | None) -> Callable[[Path], pa.Table]:
-    def write(path: Path) -> pa.Table:
-        with pa.ipc.new_file(
-            path, TABLE.schema, options=_pa_options(codec), metadata={"footer": "kept"}
-        ) as w:
-            w.write_table(TABLE, max_chunksize=BATCH)
-        return TABLE
-
-    return write
-
-
-def _write_feather(codec: str) -> Callable[[Path], pa.Table]:
-    def write(path: Path) -> pa.Table:
-        feather.write_feather(TABLE, path, compression=codec, chunksize=BATCH)
-        return TABLE
-
-    return write
-
-
-def _write_polars(stream: bool, codec: str) -> Callable[[Path], pa.Table]:
+def write_polars(stream: bool, codec: str) -> Callable[[Path], pa.Table]:
     def write(path: Path) -> pa.Table:
         pl = pytest.importorskip("polars")
         df = pl.DataFrame(
@@ -123,28 +52,19 @@ def _write_polars(stream: bool, codec: str) -> Callable[[Path], pa.Table]:
 
 
 SOURCES: dict[str, Callable[[Path], pa.Table]] = {
-    "pyarrow-stream-zstd": _write_pa_stream("zstd"),
-    "pyarrow-stream-lz4": _write_pa_stream("lz4"),
-    "pyarrow-stream-none": _write_pa_stream(None),
-    "pyarrow-file-zstd": _write_pa_file("zstd"),
-    "pyarrow-file-lz4": _write_pa_file("lz4"),
-    "pyarrow-file-none": _write_pa_file(None),
-    "feather-zstd": _write_feather("zstd"),
-    "feather-lz4": _write_feather("lz4"),
-    "feather-uncompressed": _write_feather("uncompressed"),
-    "polars-ipc-zstd": _write_polars(False, "zstd"),
-    "polars-ipc-stream-lz4": _write_polars(True, "lz4"),
-    "polars-ipc-uncompressed": _write_polars(False, "uncompressed"),
+    "pyarrow-stream-zstd": write_pa_stream("zstd"),
+    "pyarrow-stream-lz4": write_pa_stream("lz4"),
+    "pyarrow-stream-none": write_pa_stream(None),
+    "pyarrow-file-zstd": write_pa_file("zstd"),
+    "pyarrow-file-lz4": write_pa_file("lz4"),
+    "pyarrow-file-none": write_pa_file(None),
+    "feather-zstd": write_feather("zstd"),
+    "feather-lz4": write_feather("lz4"),
+    "feather-uncompressed": write_feather("uncompressed"),
+    "polars-ipc-zstd": write_polars(False, "zstd"),
+    "polars-ipc-stream-lz4": write_polars(True, "lz4"),
+    "polars-ipc-uncompressed": write_polars(False, "uncompressed"),
 }
-
-
-def read_arrow(path: Path) -> pa.Table:
-    """``path`` read by pyarrow, whichever its format."""
-    with open(path, "rb") as f:
-        is_file = f.read(6) == b"ARROW1"
-    with pa.OSFile(str(path)) as source:
-        reader = pa.ipc.open_file(source) if is_file else pa.ipc.open_stream(source)
-        return reader.read_all()
 
 
 def count_batches(path: Path) -> int:
@@ -176,9 +96,6 @@ def reported_sizes(stdout: str) -> tuple[int, int]:
 
 def listing(directory: Path) -> set[str]:
     return {p.name for p in directory.iterdir()}
-
-
-# --- recompress: round trips ----------------------------------------------------------------
 
 
 @pytest.mark.parametrize("source", list(SOURCES))
@@ -213,7 +130,7 @@ def test_recompress_round_trips(tmp_path: Path, source: str) -> None:
 
 
 def test_recompress_format_defaults_to_the_source_format(tmp_path: Path) -> None:
-    for name, write in (("in.arrows", _write_pa_stream(None)), ("in.arrow", _write_pa_file(None))):
+    for name, write in (("in.arrows", write_pa_stream(None)), ("in.arrow", write_pa_file(None))):
         src = tmp_path / name
         write(src)
         dst = tmp_path / f"out-{name}"
@@ -225,7 +142,7 @@ def test_recompress_format_defaults_to_the_source_format(tmp_path: Path) -> None
 
 def test_recompress_zstd_level(tmp_path: Path) -> None:
     src = tmp_path / "src.arrow"
-    _write_pa_file(None)(src)
+    write_pa_file(None)(src)
     sizes = {}
     for level in ("1", "19", "-5"):
         dst = tmp_path / f"l{level}.arrow"
@@ -239,7 +156,7 @@ def test_recompress_zstd_level(tmp_path: Path) -> None:
 
 def test_recompress_overwrites_an_existing_dst(tmp_path: Path) -> None:
     src, dst = tmp_path / "src.arrows", tmp_path / "dst.arrows"
-    _write_pa_stream("lz4")(src)
+    write_pa_stream("lz4")(src)
     dst.write_bytes(b"old contents")
     assert run("recompress", src, dst).returncode == 0
     assert read_arrow(dst).equals(TABLE, check_metadata=True)
@@ -257,7 +174,7 @@ def test_recompress_empty_stream(tmp_path: Path) -> None:
 
 def test_recompress_progress(tmp_path: Path) -> None:
     src = tmp_path / "src.arrow"
-    _write_pa_file("zstd")(src)
+    write_pa_file("zstd")(src)
     result = run("recompress", src, tmp_path / "a", "--progress")
     assert result.returncode == 0, result.stderr
     assert "100%" in result.stderr and "3/3 batches" in result.stderr
@@ -266,12 +183,9 @@ def test_recompress_progress(tmp_path: Path) -> None:
     assert result.returncode == 0 and result.stderr == ""
 
 
-# --- recompress: refusals and failures ------------------------------------------------------
-
-
 def test_recompress_refuses_to_overwrite_its_source(tmp_path: Path) -> None:
     src = tmp_path / "src.arrow"
-    _write_pa_file("zstd")(src)
+    write_pa_file("zstd")(src)
     os.link(src, tmp_path / "hardlink.arrow")
     os.symlink(src, tmp_path / "symlink.arrow")
     before = src.read_bytes()
@@ -284,19 +198,13 @@ def test_recompress_refuses_to_overwrite_its_source(tmp_path: Path) -> None:
 
 
 def _truncated_stream(path: Path) -> None:
-    _write_pa_stream("zstd")(path)
+    write_pa_stream("zstd")(path)
     data = path.read_bytes()
     path.write_bytes(data[: len(data) * 2 // 3])  # the first batches are whole
 
 
-def _truncated_file(path: Path) -> None:
-    _write_pa_file("zstd")(path)
-    data = path.read_bytes()
-    path.write_bytes(data[: len(data) // 2])
-
-
 def _corrupt_body(path: Path) -> None:
-    _write_pa_stream("zstd")(path)
+    write_pa_stream("zstd")(path)
     data = bytearray(path.read_bytes())
     frames = [m.start() for m in re.finditer(re.escape(ZSTD_MAGIC), data)]
     last = frames[-1]  # inside the last batch: earlier batches are written first
@@ -306,7 +214,7 @@ def _corrupt_body(path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("damage", "fmt"),
-    [(_truncated_stream, "file"), (_truncated_file, "stream"), (_corrupt_body, "stream")],
+    [(_truncated_stream, "file"), (truncated_file, "stream"), (_corrupt_body, "stream")],
     ids=["truncated-stream", "truncated-file", "corrupt-body"],
 )
 def test_recompress_corrupt_source_leaves_nothing(
@@ -354,7 +262,7 @@ def test_recompress_missing_source(tmp_path: Path) -> None:
 
 def test_recompress_bad_paths(tmp_path: Path) -> None:
     src = tmp_path / "src.arrow"
-    _write_pa_file(None)(src)
+    write_pa_file(None)(src)
     for src_arg, dst_arg, message in [
         (tmp_path, tmp_path / "dst", "is a directory"),
         (src, tmp_path, "is a directory"),
@@ -379,7 +287,7 @@ def test_recompress_bad_paths(tmp_path: Path) -> None:
 )
 def test_recompress_bad_options(tmp_path: Path, options: list[str], message: str) -> None:
     src = tmp_path / "src.arrows"
-    _write_pa_stream(None)(src)
+    write_pa_stream(None)(src)
     result = run("recompress", src, tmp_path / "dst", *options)
     assert result.returncode == 2
     assert message in result.stderr and "usage:" in result.stderr
@@ -389,175 +297,6 @@ def test_recompress_bad_options(tmp_path: Path, options: list[str], message: str
 def test_recompress_missing_arguments() -> None:
     result = run("recompress")
     assert result.returncode == 2 and "required: SRC, DST" in result.stderr
-
-
-@pytest.mark.parametrize("command", ["recompress", "inspect"])
-def test_help(command: str) -> None:
-    result = run(command, "--help")
-    assert result.returncode == 0
-    assert result.stdout.startswith(f"usage: zstdpool {command}")
-    assert "Exit codes" in result.stdout
-
-
-def test_commands_listed() -> None:
-    result = run("--help")
-    assert result.returncode == 0
-    assert "recompress" in result.stdout and "inspect" in result.stdout
-
-
-# --- inspect --------------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("write", "fmt", "codec"),
-    [
-        (_write_pa_stream("zstd"), "stream", "zstd"),
-        (_write_pa_file("lz4"), "file", "lz4"),
-        (_write_feather("uncompressed"), "file", "none"),
-    ],
-    ids=["stream-zstd", "file-lz4", "feather-uncompressed"],
-)
-def test_inspect(tmp_path: Path, write: Callable[[Path], pa.Table], fmt: str, codec: str) -> None:
-    path = tmp_path / "data"
-    write(path)
-    result = run("inspect", path, "--json")
-    assert result.returncode == 0, result.stderr
-    info = json.loads(result.stdout)
-    assert info["format"] == fmt
-    assert info["num_batches"] == 3 and info["num_rows"] == 3000
-    assert info["num_dictionary_batches"] >= 1
-    assert info["codecs"] == [codec]
-    assert [c["name"] for c in info["columns"]] == TABLE.column_names
-    assert all(isinstance(c["type"], str) and c["type"] for c in info["columns"])
-    assert info["schema"] == str(read_arrow(path).schema)
-    for c in info["columns"]:
-        assert c["compressed_bytes"] > 0 and c["uncompressed_bytes"] > 0
-    compressed = sum(c["compressed_bytes"] for c in info["columns"])
-    uncompressed = sum(c["uncompressed_bytes"] for c in info["columns"])
-    assert compressed <= info["body_bytes"]
-    if codec != "none":
-        assert compressed < uncompressed
-    assert info["body_bytes"] < path.stat().st_size
-
-    result = run("inspect", path)
-    assert result.returncode == 0, result.stderr
-    out = result.stdout
-    assert re.search(rf"^format:\s+{fmt}$", out, re.M)
-    assert re.search(rf"^codec:\s+{codec}$", out, re.M)
-    assert re.search(r"^batches:\s+3 record batches", out, re.M)
-    assert re.search(r"^rows:\s+3,000$", out, re.M)
-    for name in TABLE.column_names:
-        assert re.search(rf"^{name}\s", out, re.M), name
-
-
-def test_inspect_corrupt_input(tmp_path: Path) -> None:
-    path = tmp_path / "data"
-    _truncated_file(path)
-    result = run("inspect", path)
-    assert result.returncode == 1
-    assert result.stderr.startswith("zstdpool: error: ")
-
-
-def test_inspect_usage_errors(tmp_path: Path) -> None:
-    result = run("inspect", tmp_path / "nope")
-    assert result.returncode == 2 and "no such file" in result.stderr
-    text = tmp_path / "text"
-    text.write_text("hello, this is not Arrow at all\n")
-    result = run("inspect", text)
-    assert result.returncode == 1 and "not an Arrow IPC stream or file" in result.stderr
-
-
-# --- inspect's report, in process, with a stand-in for inspect_ipc ---------------------------
-
-
-def _fake_info(source: Any) -> dict[str, Any]:
-    schema = TABLE.schema
-    return {
-        "format": "file",
-        "schema": schema,
-        "num_batches": 3,
-        "num_rows": 3000,
-        "num_dictionary_batches": 1,
-        "codecs": ["zstd"],
-        "body_bytes": 9999,
-        "columns": [
-            {
-                "name": f.name,
-                "type": str(f.type),
-                "compressed_bytes": 100 * (i + 1),
-                "uncompressed_bytes": 0 if f.name == "flag" else 1000 * (i + 1),
-            }
-            for i, f in enumerate(schema)
-        ],
-    }
-
-
-def test_inspect_report_format(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "data.arrow"
-    _write_pa_file("zstd")(path)
-    monkeypatch.setattr(zstdpool._zstdpool, "inspect_ipc", _fake_info)
-
-    assert main(["inspect", str(path)]) == 0
-    out = capsys.readouterr().out
-    assert f"path:     {path} ({path.stat().st_size:,} bytes)" in out
-    assert "format:   file" in out and "codec:    zstd" in out
-    assert "batches:  3 record batches, 1 dictionary batch" in out
-    assert "rows:     3,000" in out and "schema:   6 columns" in out
-    lines = out.splitlines()
-    header = next(line for line in lines if line.startswith("column"))
-    assert header.split() == ["column", "type", "compressed", "uncompressed", "ratio"]
-    assert next(line for line in lines if line.startswith("id ")).split() == [
-        "id",
-        "int64",
-        "100",
-        "1,000",
-        "0.100",
-    ]
-    assert next(line for line in lines if line.startswith("flag ")).split()[-1] == "-"
-    assert next(line for line in lines if line.startswith("total")).split() == [
-        "total",
-        "2,100",
-        "17,000",
-        "0.124",
-    ]
-
-    assert main(["inspect", str(path), "--json"]) == 0
-    info = json.loads(capsys.readouterr().out)
-    assert info["schema"] == str(TABLE.schema)
-    assert info["columns"][0] == {
-        "name": "id",
-        "type": "int64",
-        "compressed_bytes": 100,
-        "uncompressed_bytes": 1000,
-    }
-
-
-def test_inspect_has_no_fallback_for_a_build_without_inspect_ipc(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every build of the extension has inspect_ipc. One without it is broken, and inspect
-    fails with the AttributeError instead of reporting it as a failure of the input (exit 1)."""
-    path = tmp_path / "data.arrow"
-    _write_pa_file("zstd")(path)
-    assert callable(zstdpool._zstdpool.inspect_ipc)
-    monkeypatch.delattr(zstdpool._zstdpool, "inspect_ipc")
-    with pytest.raises(AttributeError, match="inspect_ipc"):
-        main(["inspect", str(path)])
-
-
-# --- helpers --------------------------------------------------------------------------------
-
-
-def test_sniff_format() -> None:
-    assert files.sniff_format(b"ARROW1\0\0", 100) == "file"
-    assert files.sniff_format(STREAM_START + b"\x10\0\0\0", 100) == "stream"
-    legacy = (120).to_bytes(4, "little") + (16).to_bytes(4, "little")
-    assert files.sniff_format(legacy, 200) == "stream"  # before Arrow 0.15
-    for head, size in [(b"", 0), (b"hello wo", 100), (legacy, 100), (b"PAR1\0\0\0\0", 8)]:
-        with pytest.raises(files.InputError, match="not an Arrow IPC stream or file"):
-            files.sniff_format(head, size)
 
 
 class _Terminal:
