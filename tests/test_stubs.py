@@ -13,6 +13,8 @@ import zstdpool
 import zstdpool.errors
 import zstdpool.ipc
 
+from tests.helpers.env import subprocess_env
+
 
 def test_stubtest_finds_no_difference(tmp_path: Path) -> None:
     pytest.importorskip("mypy")
@@ -31,6 +33,7 @@ def test_stubtest_finds_no_difference(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env=subprocess_env(),
         timeout=600,
     )
     assert result.returncode == 0, textwrap.shorten(result.stdout + result.stderr, 4000)

@@ -23,6 +23,7 @@ __all__ = [
     "IpcStreamReader",
     "IpcWriter",
     "__version__",
+    "_resolve_threads",
     "compress",
     "compress_many",
     "compressor",

@@ -14,6 +14,8 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pyarrow.ipc
 
+from tests.helpers.env import subprocess_env
+
 STREAM_START = b"\xff\xff\xff\xff"
 
 
@@ -23,6 +25,7 @@ def run(*args: str | os.PathLike[str], cwd: Path | None = None) -> subprocess.Co
         capture_output=True,
         text=True,
         cwd=cwd,
+        env=subprocess_env(),
         timeout=120,
     )
 

@@ -29,6 +29,8 @@ import pytest
 import zstdpool
 from zstdpool import ipc
 
+from tests.helpers.env import subprocess_env
+
 DATA = Path(
     os.environ.get("ARROW_TESTING_DATA")
     or Path(__file__).resolve().parents[3] / "shared" / "arrow-testing" / "data"
@@ -233,7 +235,7 @@ def _run_hostile(
                 [sys.executable, str(script), mode, *chunk],
                 capture_output=True,
                 timeout=timeout,
-                env={**os.environ, "RUST_BACKTRACE": "1"},
+                env=subprocess_env(RUST_BACKTRACE="1"),
             )
             out, err, returncode, hung = proc.stdout, proc.stderr, proc.returncode, False
         except subprocess.TimeoutExpired as e:
