@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from zstdpool._cli import EXIT_OK
 from zstdpool._cli.files import (
@@ -24,6 +24,9 @@ from zstdpool._cli.files import (
     runtime_errors,
     sniff_format,
 )
+
+if TYPE_CHECKING:
+    from zstdpool._zstdpool import IpcInspection
 
 
 def add_inspect(subparsers: Any) -> None:
@@ -73,7 +76,7 @@ def run_inspect(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def inspect_json(info: dict[str, Any]) -> dict[str, Any]:
+def inspect_json(info: IpcInspection) -> dict[str, Any]:
     """``info`` with its schema as a string, ready for ``json.dumps``."""
     out = dict(info)
     if "schema" in out:
@@ -89,9 +92,9 @@ def _clip(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def format_inspect(path: str, size: int | None, info: dict[str, Any]) -> str:
+def format_inspect(path: str, size: int | None, info: IpcInspection) -> str:
     """The readable report of :func:`run_inspect`: header lines, then a table of columns."""
-    columns: list[dict[str, Any]] = list(info.get("columns", []))
+    columns = list(info.get("columns", []))
     codecs = info.get("codecs") or []
     size_text = f" ({size:,} bytes)" if size is not None else ""
     batches = plural(info["num_batches"], "record batch")

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 from zstdpool._cli import EXIT_OK, usage_error
 from zstdpool._cli.files import (
@@ -38,6 +38,8 @@ PROGRESS_MIN_BYTES = 64 * MiB
 PROGRESS_MIN_BATCHES = 100
 
 CODECS = ("zstd", "lz4", "none")
+#: What --compression gives the writer ("none" is None).
+Codec = Literal["zstd", "lz4"]
 FORMATS = ("stream", "file")
 
 
@@ -177,7 +179,7 @@ def _same_file(src: str, src_stat: os.stat_result, dst: str) -> bool:
 class Recompressed:
     src_format: str
     dst_format: str
-    compression: str | None
+    compression: Codec | None
     level: int | None
     batches: int
     rows: int
@@ -188,7 +190,7 @@ def run_recompress(args: argparse.Namespace) -> int:
     from zstdpool import MAX_LEVEL, MIN_LEVEL
 
     parser: argparse.ArgumentParser = args.parser
-    compression = None if args.compression == "none" else args.compression
+    compression: Codec | None = None if args.compression == "none" else args.compression
     if args.level is not None:
         if compression != "zstd":
             return usage_error(
@@ -235,7 +237,7 @@ def run_recompress(args: argparse.Namespace) -> int:
 
     before = size if size is not None else result.bytes_read
     after = os.path.getsize(dst)
-    codec = result.compression or "uncompressed"
+    codec: str = result.compression or "uncompressed"
     if result.level is not None:
         codec += f" level {result.level}"
     width = len(f"{max(before, after):,}")
@@ -259,7 +261,7 @@ def _recompress(
     size: int | None,
     dst: str,
     dst_format: str,
-    compression: str | None,
+    compression: Codec | None,
     level: int | None,
     progress_mode: bool | None,
 ) -> Recompressed:
