@@ -264,3 +264,12 @@ def one_big_buffer(compression="zstd", n=40_000, fmt="stream"):
     """A stream (or file) of one int64 column of `n` values: its data buffer is 8n bytes."""
     batch = pa.record_batch({"a": pa.array(np.arange(n, dtype=np.int64))})
     return batch, write_zstdpool([batch], fmt=fmt, compression=compression)
+
+
+#: A bug these tests name when they meet it (readers raising pyarrow's errors, not their own).
+SCHEMA_EXPORT_BUG = (
+    "bug: the reader accepts a schema that it cannot hand to pyarrow; open_stream/open_file "
+    "succeed, then reader.schema, next(reader), get_batch and read_all raise whatever the "
+    "pyarrow export raises (pyarrow.lib.ArrowInvalid, or a bare Exception 'C Data interface "
+    "error: ...') instead of a zstdpool error (IpcError at open)"
+)

@@ -260,11 +260,3 @@ def test_huge_body_length_on_a_short_input(source, declared):
         src = bad if source == "bytes" else io.BytesIO(bad)
         with pytest.raises(zstdpool.OutputLimitError, match="max_batch_size"):
             ipc.read_stream(src, max_batch_size=1 << 20)
-
-
-SCHEMA_EXPORT_BUG = (
-    "bug: the reader accepts a schema that it cannot hand to pyarrow; open_stream/open_file "
-    "succeed, then reader.schema, next(reader), get_batch and read_all raise whatever the "
-    "pyarrow export raises (pyarrow.lib.ArrowInvalid, or a bare Exception 'C Data interface "
-    "error: ...') instead of a zstdpool error (IpcError at open)"
-)

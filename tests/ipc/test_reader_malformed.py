@@ -164,7 +164,8 @@ def _decimal_precision_zero() -> bytes:
 
 
 class SchemaExportBug(Exception):
-    """The known bug above, recognized by its message (so that other failures fail)."""
+    """The known bug of SCHEMA_EXPORT_BUG (tests/helpers/ipc_reader.py), recognized by its
+    message (so that other failures fail)."""
 
 
 def _read_everything(data: bytes, fmt: str):
