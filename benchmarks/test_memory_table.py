@@ -1,4 +1,4 @@
-"""The memory table of ``python -m zstdpool bench --memory`` (zstdpool._bench_memory) as tests.
+"""The memory table of ``python -m zstdpool bench --memory`` (zstdpool._bench.memory) as tests.
 
 Each input of the table is written once by zstdpool (level 3, threads None, 1 and 2, after
 warm-up writes), and its targets are asserted so that a regression fails:
@@ -23,9 +23,10 @@ pytest.importorskip("numpy")
 pytest.importorskip("pyarrow")
 
 import zstdpool  # noqa: E402
-from zstdpool import _bench_memory  # noqa: E402
 from zstdpool.__main__ import main  # noqa: E402
-from zstdpool._bench_memory import MemoryCase, compress_bound, measure_zstdpool  # noqa: E402
+from zstdpool._bench import data, memory  # noqa: E402
+from zstdpool._bench.memory import MemoryCase, compress_bound, measure_zstdpool  # noqa: E402
+from zstdpool._zstdpool import _resolve_threads  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not zstdpool.memory_stats()["counting"], reason="built without the alloc-stats feature"
@@ -37,11 +38,9 @@ HELD_CONSTANT = 4 * 1024
 FULL = os.environ.get("ZSTDPOOL_BENCH_FULL", "").strip().lower() in {"1", "true", "yes", "on"}
 needs_full = pytest.mark.skipif(not FULL, reason="full-size memory rows: ZSTDPOOL_BENCH_FULL=1")
 
-CASES = [
-    pytest.param(c, id=f"tiny-{c.kind}-{c.size}") for c in _bench_memory.MEMORY_CASES["tiny"]
-] + [
+CASES = [pytest.param(c, id=f"tiny-{c.kind}-{c.size}") for c in memory.MEMORY_CASES["tiny"]] + [
     pytest.param(c, id=f"full-{c.kind}-{c.size}", marks=needs_full)
-    for c in _bench_memory.MEMORY_CASES["full"]
+    for c in memory.MEMORY_CASES["full"]
 ]
 
 
@@ -56,9 +55,38 @@ def test_zstdpool_write_meets_the_memory_targets(case: MemoryCase, threads: int 
     assert m["held"] <= m["held_limit"] + HELD_CONSTANT, m
     # The peak: the output as it grows, plus one compressBound of the largest buffer per
     # compressing thread; never a copy of the input.
-    bound = compress_bound(_bench_memory.largest_buffer(table))
-    assert m["peak_limit"] == _bench_memory.PEAK_OVERHEAD + len(out) + m["threads"] * bound
+    bound = compress_bound(memory.largest_buffer(table))
+    assert m["peak_limit"] == memory.PEAK_OVERHEAD + len(out) + m["threads"] * bound
     assert m["peak"] <= m["peak_limit"], {k: v for k, v in m.items() if k != "output"}
+
+
+@pytest.mark.parametrize("threads", [None, 1, 2, 3], ids=lambda t: f"threads{t}")
+def test_the_peak_target_counts_the_threads_the_core_uses(threads: int | None) -> None:
+    """The peak target allows one compressBound per compressing thread. That count is the
+    core's own rule (``_resolve_threads``), for batches below, at and above the 1 MiB where
+    ``threads=None`` starts to compress in parallel; a copy of the rule in the harness that
+    drifted from the core's would fail here."""
+    import numpy as np
+    import pyarrow as pa
+
+    for nbytes in (256 << 10, (1 << 20) - 64, 1 << 20, 4 << 20, 16 << 20):
+        rows = nbytes // 64  # eight int64 columns, one batch
+        table = pa.table(
+            {name: np.arange(rows, dtype=np.int64) * i for i, name in enumerate("abcdefgh")}
+        )
+        (batch,) = table.to_batches()
+        sizes = [b.size for column in batch.columns for b in column.buffers() if b and b.size]
+        assert sum(sizes) == nbytes
+        expected = _resolve_threads(threads, sum(sizes), len(sizes))
+        assert memory.compressing_threads(table, threads) == expected, nbytes
+        assert measure_zstdpool(table, threads)["threads"] == expected, nbytes
+    # The rule the module's docstring states: one thread below 1 MiB of buffers (by size),
+    # else up to one per CPU, never more than the buffers; an explicit count is capped by them.
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert _resolve_threads(None, (1 << 20) - 1, 8) == 1
+    assert _resolve_threads(None, 64 << 20, 64) == min(cpus or 1, 64)
+    assert _resolve_threads(None, 64 << 20, 1) == 1
+    assert _resolve_threads(3, 10, 2) == 2
 
 
 def test_compress_bound_is_zstds() -> None:
@@ -68,16 +96,16 @@ def test_compress_bound_is_zstds() -> None:
 
 
 def test_inputs_are_deterministic_and_sized() -> None:
-    for case in _bench_memory.MEMORY_CASES["tiny"]:
+    for case in memory.MEMORY_CASES["tiny"]:
         a, b = case.table(), case.table()
         assert a.equals(b), case.name
         if case.kind.endswith("_bytes"):
             assert 0.9 * case.size <= a.nbytes <= 1.1 * case.size, (case.name, a.nbytes)
         else:
             assert a.num_rows == case.size
-    uuids = _bench_memory.uuid_table(3).column(0).to_pylist()
+    uuids = data.uuid_table(3).column(0).to_pylist()
     assert all(len(u) == 36 and u[14] == "4" and u.count("-") == 4 for u in uuids)
-    text = _bench_memory.json_text_table(8 * 1024).column(0)[0].as_py()
+    text = data.json_text_table(8 * 1024).column(0)[0].as_py()
     assert json.loads(text) and 7 * 1024 <= len(text) <= 10 * 1024
 
 
@@ -87,7 +115,7 @@ def test_pyarrow_measurement_sees_the_ipc_writer() -> None:
     A proxy pool set with ``pa.set_memory_pool`` sees the output buffer alone (the IPC writer
     allocates from the C++ default pool), so its peak is below the real one.
     """
-    m = _bench_memory.measure_pyarrow(MemoryCase("lineitem", 20_000), use_threads=True)
+    m = memory.measure_pyarrow(MemoryCase("lineitem", 20_000), use_threads=True)
     assert m["compressed"] > 0
     assert m["held"] >= m["compressed"]  # the output buffer, at its capacity
     assert m["peak"] >= m["held"]

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import ast
 import inspect
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 import zstdpool
+import zstdpool._zstdpool
 import zstdpool.errors
 import zstdpool.ipc
+
+from tests.helpers.env import subprocess_env
 
 
 def test_stubtest_finds_no_difference(tmp_path: Path) -> None:
@@ -31,6 +36,7 @@ def test_stubtest_finds_no_difference(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         cwd=tmp_path,
+        env=subprocess_env(),
         timeout=600,
     )
     assert result.returncode == 0, textwrap.shorten(result.stdout + result.stderr, 4000)
@@ -54,3 +60,168 @@ def test_every_public_name_has_a_docstring(name: str, obj: object) -> None:
             if attr.startswith("_") or not (callable(member) or inspect.isgetsetdescriptor(member)):
                 continue
             assert inspect.getdoc(member), f"{name}.{attr} has no docstring"
+
+
+STUB = Path(zstdpool.__file__).with_name("_zstdpool.pyi")
+
+
+def _typed_dicts() -> dict[str, dict[str, ast.expr]]:
+    """Each TypedDict of the stub: its keys and their annotations."""
+    found = {}
+    for node in ast.parse(STUB.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.ClassDef) and any(
+            isinstance(b, ast.Name) and b.id == "TypedDict" for b in node.bases
+        ):
+            found[node.name] = {
+                item.target.id: item.annotation
+                for item in node.body
+                if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+            }
+    return found
+
+
+TYPED_DICTS = _typed_dicts()
+SCALARS = {"int": int, "bool": bool, "str": str}
+
+
+def _problems(value: object, annotation: ast.expr, where: str) -> list[str]:
+    """How ``value`` fails to be what ``annotation`` (a stub annotation) says; [] if it is."""
+    if isinstance(annotation, ast.Name) and annotation.id in SCALARS:
+        want = SCALARS[annotation.id]
+        ok = type(value) is want  # a bool is not an int here, nor the other way round
+        return [] if ok else [f"{where}: {value!r} is not {annotation.id}"]
+    if isinstance(annotation, ast.Name) and annotation.id in TYPED_DICTS:
+        if not isinstance(value, dict):
+            return [f"{where}: {value!r} is not a dict"]
+        fields = TYPED_DICTS[annotation.id]
+        if set(value) != set(fields):
+            return [
+                f"{where}: keys only at runtime {sorted(set(value) - set(fields))}, only in "
+                f"the stub's {annotation.id} {sorted(set(fields) - set(value))}"
+            ]
+        return [p for k, v in value.items() for p in _problems(v, fields[k], f"{where}[{k!r}]")]
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        left = _problems(value, annotation.left, where)
+        right = _problems(value, annotation.right, where)
+        return [] if not left or not right else left + right
+    if isinstance(annotation, ast.Subscript) and isinstance(annotation.value, ast.Name):
+        if annotation.value.id == "Literal":
+            elts = (
+                annotation.slice.elts
+                if isinstance(annotation.slice, ast.Tuple)
+                else [annotation.slice]
+            )
+            allowed = [e.value for e in elts if isinstance(e, ast.Constant)]
+            return [] if value in allowed else [f"{where}: {value!r} is not one of {allowed}"]
+        if annotation.value.id == "list":
+            if not isinstance(value, list):
+                return [f"{where}: {value!r} is not a list"]
+            return [
+                p
+                for i, v in enumerate(value)
+                for p in _problems(v, annotation.slice, f"{where}[{i}]")
+            ]
+    if ast.unparse(annotation) == "pa.Schema":
+        return [] if isinstance(value, pa.Schema) else [f"{where}: {value!r} is not a Schema"]
+    return [f"{where}: the test cannot check the annotation {ast.unparse(annotation)}"]
+
+
+def _pool_with_both_kinds() -> zstdpool.ContextPool:
+    pool = zstdpool.ContextPool()
+    frame = zstdpool.compress(b"stubs " * 100, 5, checksum=True, pool=pool)
+    zstdpool.decompress(frame, pool=pool)
+    kinds = {k["kind"] for k in pool.stats()["per_key"]}
+    assert kinds == {"compress", "decompress"}, kinds
+    return pool
+
+
+def _inspected() -> object:
+    table = pa.table({"n": [1, 2, 3], "s": pa.array(["a", "b", "a"]).dictionary_encode()})
+    return zstdpool._zstdpool.inspect_ipc(zstdpool.ipc.write_file(table))
+
+
+@pytest.mark.parametrize(
+    ("typed_dict", "make"),
+    [
+        ("PoolStats", lambda: _pool_with_both_kinds().stats()),
+        ("PoolStats", zstdpool.pool_stats),
+        ("MemoryStats", zstdpool.memory_stats),
+        ("IpcInspection", _inspected),
+    ],
+    ids=["ContextPool.stats", "pool_stats", "memory_stats", "inspect_ipc"],
+)
+def test_typed_dicts_have_the_runtime_keys_and_types(typed_dict: str, make: object) -> None:
+    """The TypedDicts of the stub name exactly the keys the module returns (their nested ones
+    too), with the value types it returns: a key added on the Rust side fails here until the
+    stub has it."""
+    value = make()  # type: ignore[operator]
+    annotation = ast.Name(typed_dict)
+    assert not _problems(value, annotation, typed_dict)
+
+
+def test_every_typed_dict_is_checked() -> None:
+    """Every TypedDict of the stub is reached by the test above, nested ones included."""
+    assert set(TYPED_DICTS) == {
+        "PoolStats",
+        "CompressKeyStats",
+        "DecompressKeyStats",
+        "MemoryStats",
+        "IpcInspection",
+        "ColumnBytes",
+    }
+
+
+USES = """
+from __future__ import annotations
+
+import polars as pl
+import zstdpool
+import zstdpool.ipc
+
+df = pl.DataFrame({"a": [1, 2]})
+zstdpool.ipc.write_stream(df)
+zstdpool.ipc.write_stream(df, compression="lz4_frame")
+zstdpool.ipc.write_file(df, "out.arrow", compression=None)
+with zstdpool.ipc.open_stream(b"") as reader:
+    pl.from_arrow(reader)
+    zstdpool.ipc.write_stream(reader)
+idle: int = zstdpool.pool_stats()["idle_bytes"]
+counting: bool = zstdpool.memory_stats()["counting"]
+kinds = [k["kind"] for k in zstdpool.default_pool().stats()["per_key"]]
+stored: int = zstdpool._zstdpool.inspect_ipc(b"")["columns"][0]["compressed_bytes"]
+zstdpool.ipc.write_stream(object())  # E: arg-type
+zstdpool.ipc.write_stream(df, compression="gzip")  # E: arg-type
+zstdpool.ipc.new_stream("out.arrow", df)  # E: arg-type
+zstdpool.pool_stats()["no_such_key"]  # E: typeddict-item
+"""
+
+
+def test_the_stubs_take_arrow_objects_and_refuse_others(tmp_path: Path) -> None:
+    """Under mypy --strict the stubs take what the module takes (a polars DataFrame, a
+    reader, the codec names) and refuse what it refuses; the dicts have typed keys."""
+    pytest.importorskip("mypy")
+    pytest.importorskip("polars")
+    (tmp_path / "uses.py").write_text(USES)
+    (tmp_path / "mypy.ini").write_text(
+        "[mypy]\nstrict = True\n[mypy-pyarrow.*]\nignore_missing_imports = True\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--config-file", "mypy.ini", "uses.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=subprocess_env(MYPYPATH=str(STUB.parents[1])),
+        timeout=600,
+    )
+    found = {}
+    for line in result.stdout.splitlines():
+        parts = line.split(":", 3)
+        if len(parts) == 4 and parts[0] == "uses.py" and " error: " in f":{parts[2]}:{parts[3]}":
+            code = line.rsplit("[", 1)[-1].rstrip("]")
+            found.setdefault(int(parts[1]), []).append(code)
+    expected = {
+        number: [line.split("# E: ")[1]]
+        for number, line in enumerate(USES.splitlines(), start=1)
+        if "# E: " in line
+    }
+    assert found == expected, result.stdout

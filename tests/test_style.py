@@ -1,4 +1,5 @@
-"""The tree stays formatted and lint-clean (ruff for Python, rustfmt for Rust)."""
+"""The tree stays formatted, lint-clean and type-checked (ruff and mypy for Python, rustfmt for
+Rust)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,13 @@ def run(*cmd: str) -> subprocess.CompletedProcess[str]:
 def test_ruff(args: tuple[str, ...]) -> None:
     pytest.importorskip("ruff")
     result = run(sys.executable, "-m", "ruff", *args, "python", "tests", "benchmarks")
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_mypy() -> None:
+    """mypy --strict over python/, as configured in pyproject.toml ([tool.mypy])."""
+    pytest.importorskip("mypy")
+    result = run(sys.executable, "-m", "mypy")
     assert result.returncode == 0, result.stdout + result.stderr
 
 

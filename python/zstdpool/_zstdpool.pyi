@@ -1,14 +1,19 @@
-"""Type stubs for the compiled core of zstdpool (a test checks them against the module)."""
+"""Type stubs for the compiled core of zstdpool (a test checks them against the module).
+
+The names below that the module does not have at run time (the Arrow PyCapsule protocols,
+the TypedDicts of the dicts it returns) are marked ``@type_check_only``; import them under
+``typing.TYPE_CHECKING`` from ``zstdpool._zstdpool``.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
 from types import TracebackType
-from typing import Any, Literal, Protocol, final
+from typing import Any, Literal, Protocol, TypedDict, final, type_check_only
 
 import pyarrow as pa
-from typing_extensions import Buffer, Self
+from typing_extensions import Buffer, CapsuleType, Self
 
 __all__ = [
     "DEFAULT_LEVEL",
@@ -62,7 +67,112 @@ class _Readable(Protocol):
 
 _Sink = str | os.PathLike[str] | _Writable
 _Source = Buffer | str | os.PathLike[str] | _Readable
-_Compression = Literal["zstd", "lz4"] | None
+
+# The Arrow PyCapsule interface (https://arrow.apache.org/docs/format/CDataInterface/
+# PyCapsuleInterface.html): pyarrow, polars, duckdb, arro3, nanoarrow and pandas (2.2 and
+# later) objects have these methods. The requested schema is positional here so that every
+# implementation matches, whatever it calls it.
+
+@type_check_only
+class ArrowSchemaExportable(Protocol):
+    """An object with ``__arrow_c_schema__``: a pyarrow Schema, or any PyCapsule schema."""
+
+    def __arrow_c_schema__(self) -> object: ...
+
+@type_check_only
+class ArrowArrayExportable(Protocol):
+    """An object with ``__arrow_c_array__``: a record batch (as a struct array)."""
+
+    def __arrow_c_array__(
+        self, requested_schema: object | None = None, /
+    ) -> tuple[object, object]: ...
+
+@type_check_only
+class ArrowStreamExportable(Protocol):
+    """An object with ``__arrow_c_stream__``: a table, a reader, a DataFrame."""
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None, /) -> object: ...
+
+#: What the writers write: a stream (a table, reader or DataFrame) or one record batch.
+#: pandas DataFrames go through pyarrow, so that their index comes back.
+_ArrowData = ArrowStreamExportable | ArrowArrayExportable
+#: The codec of the writers' body buffers. The names are case-insensitive ("ZSTD" works too);
+#: "lz4" and "lz4_frame" are both the LZ4 frame format, and None, "none" and "uncompressed"
+#: all write uncompressed buffers.
+_Compression = Literal["zstd", "lz4", "lz4_frame", "none", "uncompressed"] | None
+
+@type_check_only
+class CompressKeyStats(TypedDict):
+    """One key of ``PoolStats["per_key"]``: compression contexts of one set of parameters."""
+
+    kind: Literal["compress"]
+    level: int
+    checksum: bool
+    #: 0: the level's default window.
+    window_log: int
+    idle: int
+    bytes: int
+
+@type_check_only
+class DecompressKeyStats(TypedDict):
+    """One key of ``PoolStats["per_key"]``: decompression contexts of one window limit."""
+
+    kind: Literal["decompress"]
+    #: 0: zstd's default limit.
+    window_log_max: int
+    idle: int
+    bytes: int
+
+@type_check_only
+class PoolStats(TypedDict):
+    """What ``ContextPool.stats()`` and ``pool_stats()`` return."""
+
+    created: int
+    reused: int
+    returned: int
+    dropped: int
+    leased: int
+    idle: int
+    idle_bytes: int
+    scratch_bytes: int
+    peak_idle_bytes: int
+    per_key: list[CompressKeyStats | DecompressKeyStats]
+    spare_blocks: int
+    spare_bytes: int
+    spare_reused: int
+
+@type_check_only
+class MemoryStats(TypedDict):
+    """What ``memory_stats()`` returns (both counts are 0 when ``counting`` is False)."""
+
+    current_bytes: int
+    peak_bytes: int
+    counting: bool
+
+@type_check_only
+class ColumnBytes(TypedDict):
+    """One column of ``IpcInspection["columns"]``: its bytes in the bodies, dictionaries
+    included, as stored and uncompressed."""
+
+    name: str
+    #: pyarrow's spelling of the type.
+    type: str
+    compressed_bytes: int
+    uncompressed_bytes: int
+
+@type_check_only
+class IpcInspection(TypedDict):
+    """What ``inspect_ipc()`` returns."""
+
+    format: Literal["stream", "file"]
+    schema: pa.Schema
+    num_batches: int
+    num_rows: int
+    num_dictionary_batches: int
+    #: The codecs of the record batches, sorted: "none" for uncompressed ones.
+    codecs: list[Literal["lz4", "none", "unknown", "zstd"]]
+    body_bytes: int
+    columns: list[ColumnBytes]
 
 @final
 class ContextPool:
@@ -76,7 +186,7 @@ class ContextPool:
         max_spare_bytes: int = 536870912,
         spare_timeout: float = 1.0,
     ) -> ContextPool: ...
-    def stats(self) -> dict[str, Any]: ...
+    def stats(self) -> PoolStats: ...
     def trim(self) -> int: ...
     def clear(self) -> int: ...
     @property
@@ -120,8 +230,8 @@ class Decompressor:
     def __exit__(self, *_exc: object) -> bool: ...
 
 def default_pool() -> ContextPool: ...
-def pool_stats() -> dict[str, Any]: ...
-def memory_stats() -> dict[str, Any]: ...
+def pool_stats() -> PoolStats: ...
+def memory_stats() -> MemoryStats: ...
 def reset_peak_memory() -> int: ...
 def _resolve_threads(requested: int | None, total_bytes: int, items: int) -> int: ...
 def compress(
@@ -165,9 +275,9 @@ def decompress_many(
 
 @final
 class IpcWriter:
-    def write(self, data: object) -> None: ...
-    def write_batch(self, batch: object) -> None: ...
-    def write_table(self, table: object) -> None: ...
+    def write(self, data: _ArrowData) -> None: ...
+    def write_batch(self, batch: _ArrowData) -> None: ...
+    def write_table(self, table: _ArrowData) -> None: ...
     def close(self) -> None: ...
     def abort(self) -> None: ...
     @property
@@ -201,7 +311,7 @@ class IpcStreamReader:
     def read_next_batch(self) -> pa.RecordBatch: ...
     def read_all(self) -> pa.Table: ...
     def read_pandas(self, **kwargs: Any) -> Any: ...
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> CapsuleType: ...
     def close(self) -> None: ...
     @property
     def closed(self) -> bool: ...
@@ -230,7 +340,7 @@ class IpcFileReader:
 
 def new_stream(
     sink: _Sink,
-    schema: object,
+    schema: ArrowSchemaExportable,
     *,
     compression: _Compression = "zstd",
     level: int | None = None,
@@ -238,10 +348,16 @@ def new_stream(
     dictionary_deltas: bool = False,
     fsync: bool = False,
     pool: ContextPool | None = None,
-) -> IpcWriter: ...
+) -> IpcWriter:
+    """Opens an Arrow IPC stream writer on ``sink`` (a path, or a binary file object).
+
+    ``compression`` is "zstd" (at ``level``, 1 by default), "lz4" (also "lz4_frame") or None
+    (also "none" or "uncompressed"); the names are case-insensitive.
+    """
+
 def new_file(
     sink: _Sink,
-    schema: object,
+    schema: ArrowSchemaExportable,
     *,
     compression: _Compression = "zstd",
     level: int | None = None,
@@ -250,9 +366,15 @@ def new_file(
     metadata: dict[str, str] | None = None,
     fsync: bool = False,
     pool: ContextPool | None = None,
-) -> IpcWriter: ...
+) -> IpcWriter:
+    """Opens an Arrow IPC file writer on ``sink`` (a path, or a binary file object).
+
+    ``compression`` is "zstd" (at ``level``, 1 by default), "lz4" (also "lz4_frame") or None
+    (also "none" or "uncompressed"); the names are case-insensitive.
+    """
+
 def write_stream(
-    data: object,
+    data: _ArrowData,
     sink: _Sink | None = None,
     *,
     compression: _Compression = "zstd",
@@ -261,9 +383,15 @@ def write_stream(
     dictionary_deltas: bool = False,
     fsync: bool = False,
     pool: ContextPool | None = None,
-) -> bytes | None: ...
+) -> bytes | None:
+    """Writes ``data`` as one Arrow IPC stream; returns the bytes when ``sink`` is None.
+
+    ``compression`` is "zstd" (at ``level``, 1 by default), "lz4" (also "lz4_frame") or None
+    (also "none" or "uncompressed"); the names are case-insensitive.
+    """
+
 def write_file(
-    data: object,
+    data: _ArrowData,
     sink: _Sink | None = None,
     *,
     compression: _Compression = "zstd",
@@ -273,7 +401,13 @@ def write_file(
     metadata: dict[str, str] | None = None,
     fsync: bool = False,
     pool: ContextPool | None = None,
-) -> bytes | None: ...
+) -> bytes | None:
+    """Writes ``data`` as one Arrow IPC file; returns the bytes when ``sink`` is None.
+
+    ``compression`` is "zstd" (at ``level``, 1 by default), "lz4" (also "lz4_frame") or None
+    (also "none" or "uncompressed"); the names are case-insensitive.
+    """
+
 def open_stream(
     source: _Source,
     *,
@@ -306,7 +440,7 @@ def read_file(
     threads: int | None = None,
     pool: ContextPool | None = None,
 ) -> pa.Table: ...
-def inspect_ipc(source: _Source) -> dict[str, Any]: ...
+def inspect_ipc(source: _Source) -> IpcInspection: ...
 def remove_stale_temp_files(
     path: str | os.PathLike[str], *, min_age: float = 3600.0, recursive: bool = True
 ) -> list[str]: ...

@@ -4,9 +4,9 @@
   zstdpool must read what pyarrow reads, equal to it, batch by batch; where pyarrow refuses a
   file, zstdpool must refuse it too with one of its own exceptions.
 - Fuzz regression files (``data/arrow-ipc-stream/`` and ``data/arrow-ipc-file/``): read in a
-  subprocess (``_hostile_reader.py``) so that a crash or a hang is a test failure naming the
-  input, not the end of the test session. Every read must end in a valid table or a
-  ``zstdpool.ZstdError``.
+  subprocess (``tests/helpers/hostile_reader.py``) so that a crash or a hang is a test failure
+  naming the input, not the end of the test session. Every read must end in a valid table or
+  a ``zstdpool.ZstdError``.
 
 The corpus is found at ``$ARROW_TESTING_DATA``, by default ``../shared/arrow-testing/data``
 next to the repository. Without it these tests are skipped.
@@ -29,9 +29,11 @@ import pytest
 import zstdpool
 from zstdpool import ipc
 
+from tests.helpers.env import subprocess_env
+
 DATA = Path(
     os.environ.get("ARROW_TESTING_DATA")
-    or Path(__file__).resolve().parents[2] / "shared" / "arrow-testing" / "data"
+    or Path(__file__).resolve().parents[3] / "shared" / "arrow-testing" / "data"
 )
 INTEGRATION = DATA / "arrow-ipc-stream" / "integration"
 MISSING = (
@@ -54,7 +56,7 @@ BIG_ENDIAN_GAP = (
 # Fuzz files that expose a bug on the Rust side: (directory, name) -> reason.
 KNOWN_FUZZ_BUGS: dict[tuple[str, str], str] = {}
 
-HOSTILE_SCRIPT = Path(__file__).with_name("_hostile_reader.py")
+HOSTILE_SCRIPT = Path(__file__).resolve().parents[1] / "helpers" / "hostile_reader.py"
 # Seconds one subprocess may take for its chunk of files (about one second when all is well).
 HOSTILE_TIMEOUT = 60
 HOSTILE_CHUNK = 16
@@ -233,7 +235,7 @@ def _run_hostile(
                 [sys.executable, str(script), mode, *chunk],
                 capture_output=True,
                 timeout=timeout,
-                env={**os.environ, "RUST_BACKTRACE": "1"},
+                env=subprocess_env(RUST_BACKTRACE="1"),
             )
             out, err, returncode, hung = proc.stdout, proc.stderr, proc.returncode, False
         except subprocess.TimeoutExpired as e:
@@ -327,8 +329,8 @@ def test_fuzz_file_ends_cleanly(case):
 
 _FAULTY_READER = """
 import os, sys, time
-sys.path.insert(0, {tests!r})
-import _hostile_reader as h
+sys.path.insert(0, {helpers!r})
+import hostile_reader as h
 real = h._stream_reads
 def faulty(data, path):
     if path.endswith("abort-me"):
@@ -348,7 +350,7 @@ def test_hostile_runner_names_the_input_of_a_crash_or_hang(tmp_path):
     if not gold.is_file():
         pytest.skip(MISSING)
     script = tmp_path / "faulty_reader.py"
-    script.write_text(_FAULTY_READER.format(tests=str(Path(__file__).parent)))
+    script.write_text(_FAULTY_READER.format(helpers=str(HOSTILE_SCRIPT.parent)))
     names = ["good-1", "abort-me", "good-2", "hang-me", "good-3"]
     paths = []
     for name in names:

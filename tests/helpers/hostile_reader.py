@@ -1,6 +1,6 @@
 """Reads hostile Arrow IPC inputs with zstdpool; run in a subprocess by the tests.
 
-Usage: ``python _hostile_reader.py MODE PATH [PATH ...]`` where MODE is ``stream`` (read each
+Usage: ``python hostile_reader.py MODE PATH [PATH ...]`` where MODE is ``stream`` (read each
 input as an IPC stream) or ``file`` (read it as an IPC file, then also as a stream).
 
 For every input the script first prints ``BEGIN <path>`` and flushes, so that a crash or a hang

@@ -31,8 +31,9 @@ in the JSON shows such churn), which is not memory the write leaves behind.
 
 The two peaks are added: an upper bound of the peak of their sum, exact when both peak at
 the end of the write. ``threads=None`` (one thread below 1 MiB of buffers, else up to one per
-CPU) is the main figure; ``threads=1`` and ``threads=2`` are shown too. The pool's idle bytes
-(contexts kept warm, shared by every later write) are a column of their own.
+CPU: the core's rule, which :func:`compressing_threads` asks the core for) is the main
+figure; ``threads=1`` and ``threads=2`` are shown too. The pool's idle bytes (contexts kept
+warm, shared by every later write) are a column of their own.
 
 pyarrow (``pa.ipc.new_stream(pa.BufferOutputStream(), schema, options=IpcWriteOptions(
 compression=pa.Codec("zstd", 3), use_threads=...))``): ``pa.set_memory_pool`` only changes
@@ -41,7 +42,7 @@ the pool pyarrow's *Python* API hands out (``arrow::py::get_memory_pool``, used 
 ``arrow::default_memory_pool()``, which it does not change. A proxy pool set with
 ``pa.set_memory_pool`` therefore sees the output buffer but none of the writer's compressed
 buffers (its peak equals the output's capacity; it is kept as ``proxy_peak`` in the JSON). So
-each pyarrow row runs in a fresh subprocess (``python -m zstdpool._bench_memory child ...``):
+each pyarrow row runs in a fresh subprocess (``python -m zstdpool._bench.memory child ...``):
 the input is built with ``pa.set_memory_pool(pa.system_memory_pool())`` so that the C++
 default pool stays unused, then the write goes through it (the sink too, via a proxy of it),
 and ``held`` / ``peak`` are that pool's ``bytes_allocated()`` (with the result buffer alive)
@@ -56,8 +57,8 @@ Targets (zstdpool, every threads setting)
   the number of compressing threads the write uses and the largest buffer taken over all the
   table's Arrow buffers.
 
-The inputs are deterministic (numpy, seed 0); the lineitem table is
-:func:`zstdpool._bench_ipc.lineitem_table`.
+The inputs are deterministic (numpy, seed 0) and built by :mod:`zstdpool._bench.data`; the
+text table and the JSON are made by :mod:`zstdpool._bench.report`.
 """
 
 from __future__ import annotations
@@ -74,11 +75,20 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
+from zstdpool._bench.data import (
+    KiB,
+    MiB,
+    int64_random_table,
+    int64_seq_table,
+    json_text_table,
+    lineitem_bytes_table,
+    lineitem_rows_table,
+    uuid_table,
+)
+from zstdpool._zstdpool import _resolve_threads
+
 if TYPE_CHECKING:
     import pyarrow as pa
-
-KiB = 1024
-MiB = 1024 * KiB
 
 #: zstd level of every write.
 LEVEL = 3
@@ -93,13 +103,6 @@ WARMUP_WRITES = 2
 MEASURE_ATTEMPTS = 8
 #: zstdpool's threads settings measured; None (by size) is the main figure.
 ZSTDPOOL_THREADS: tuple[int | None, ...] = (None, 1, 2)
-#: Below this many bytes of buffers in a batch, threads=None compresses on one thread
-#: (zstdpool's ``PARALLEL_MIN_BYTES``); above, each thread gets at least 256 KiB.
-PARALLEL_MIN_BYTES = 1 * MiB
-MIN_BYTES_PER_THREAD = 256 * KiB
-
-#: Bytes of JSON-like text per row of the text input.
-TEXT_ROW_BYTES = 8 * KiB
 
 
 # --------------------------------------------------------------------------------------------
@@ -118,7 +121,7 @@ class MemoryCase:
     def name(self) -> str:
         label = _KINDS[self.kind][0]
         if self.kind.endswith("_bytes"):
-            return f"{label} {_fmt_amount(self.size)}"
+            return f"{label} {format_amount(self.size)}"
         return f"{label} {self.size:,} rows"
 
     @property
@@ -135,7 +138,8 @@ class MemoryCase:
         return not filters or any(f.lower() in hay for f in filters)
 
 
-def _fmt_amount(n: int) -> str:
+def format_amount(n: int) -> str:
+    """1048576 -> '1 MiB', 2048 -> '2 KiB', 1500 -> '1,500 B'."""
     if n >= MiB and n % MiB == 0:
         return f"{n // MiB} MiB"
     if n >= KiB and n % KiB == 0:
@@ -143,111 +147,11 @@ def _fmt_amount(n: int) -> str:
     return f"{n:,} B"
 
 
-def int64_seq_table(rows: int) -> pa.Table:
-    """One int64 column ``0, 1, 2, ...``."""
-    import numpy as np
-    import pyarrow as pa
-
-    return pa.table({"value": np.arange(rows, dtype=np.int64)})
-
-
-def int64_random_table(rows: int) -> pa.Table:
-    """One int64 column of uniform random values (numpy seed 0): incompressible."""
-    import numpy as np
-    import pyarrow as pa
-
-    rng = np.random.default_rng(0)
-    info = np.iinfo(np.int64)
-    return pa.table({"value": rng.integers(info.min, info.max, rows, dtype=np.int64)})
-
-
-def uuid_table(rows: int) -> pa.Table:
-    """One string column of random version-4 UUIDs (``8-4-4-4-12`` hex digits; seed 0)."""
-    import numpy as np
-    import pyarrow as pa
-
-    rng = np.random.default_rng(0)
-    raw = np.frombuffer(rng.bytes(16 * rows), dtype=np.uint8).reshape(rows, 16).copy()
-    raw[:, 6] = (raw[:, 6] & 0x0F) | 0x40  # version 4
-    raw[:, 8] = (raw[:, 8] & 0x3F) | 0x80  # RFC 4122 variant
-    hexdigits = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
-    digits = np.empty((rows, 32), dtype=np.uint8)
-    digits[:, 0::2] = hexdigits[raw >> 4]
-    digits[:, 1::2] = hexdigits[raw & 0x0F]
-    text = np.full((rows, 36), ord("-"), dtype=np.uint8)
-    for src, dst, n in ((0, 0, 8), (8, 9, 4), (12, 14, 4), (16, 19, 4), (20, 24, 12)):
-        text[:, dst : dst + n] = digits[:, src : src + n]
-    offsets = np.arange(rows + 1, dtype=np.int32) * 36
-    data = pa.py_buffer(text.tobytes())
-    return pa.table({"uuid": pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), data)})
-
-
-_EVENTS = ("page_view", "click", "add_to_cart", "checkout", "login", "logout", "search")
-_USERS = ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi", "ivan", "judy")
-_PAGES = ("/", "/search", "/cart", "/checkout", "/account", "/product", "/help", "/orders")
-_AGENTS = (
-    "Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0",
-    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) Chrome/126.0",
-    "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) Safari/605.1.15",
-    "curl/8.8.0",
-)
-_COUNTRIES = ("DE", "FR", "US", "GB", "JP", "BR", "IN", "NL")
-
-
-def json_text_table(nbytes: int) -> pa.Table:
-    """One string column of JSON-like text, about 8 KiB per row, ``nbytes`` in all (seed 0).
-
-    Each row is a JSON array of event records (keys repeat, values vary: ids, timestamps,
-    amounts, words from small vocabularies, and a random hex session id).
-    """
-    import numpy as np
-    import pyarrow as pa
-
-    rng = np.random.default_rng(0)
-    rows = max(1, -(-nbytes // TEXT_ROW_BYTES))
-    per_row = 40  # records of about 205 bytes: about 8 KiB a row
-    n = rows * per_row
-    ids = 10_000_000 + np.arange(n) * 7 + rng.integers(0, 7, n)
-    ts = 1_717_000_000 + np.cumsum(rng.integers(0, 3, n))
-    user = rng.integers(0, len(_USERS), n)
-    event = rng.integers(0, len(_EVENTS), n)
-    page = rng.integers(0, len(_PAGES), n)
-    agent = rng.integers(0, len(_AGENTS), n)
-    country = rng.integers(0, len(_COUNTRIES), n)
-    cents = rng.integers(0, 100_000, n)
-    ms = rng.integers(1, 2_000, n)
-    session = rng.integers(0, 1 << 48, n)
-    records = [
-        f'{{"id":{ids[i]},"ts":{ts[i]},"user":"{_USERS[user[i]]}",'
-        f'"event":"{_EVENTS[event[i]]}","page":"{_PAGES[page[i]]}",'
-        f'"country":"{_COUNTRIES[country[i]]}","amount":{cents[i] // 100}.{cents[i] % 100:02d},'
-        f'"latency_ms":{ms[i]},"session":"{session[i]:012x}","agent":"{_AGENTS[agent[i]]}"}}'
-        for i in range(n)
-    ]
-    text = ["[" + ",".join(records[r * per_row : (r + 1) * per_row]) + "]" for r in range(rows)]
-    return pa.table({"json": pa.array(text, pa.string())})
-
-
-def lineitem_rows_table(rows: int) -> pa.Table:
-    """The TPC-H lineitem-like table of :mod:`zstdpool._bench_ipc`, ``rows`` rows."""
-    from zstdpool._bench_ipc import lineitem_table
-
-    build = getattr(lineitem_table, "__wrapped__", lineitem_table)  # not its lru_cache
-    table: pa.Table = build(rows)
-    return table
-
-
-def lineitem_bytes_table(nbytes: int) -> pa.Table:
-    """The lineitem table with as many rows as make about ``nbytes`` of Arrow buffers."""
-    per_row = lineitem_rows_table(10_000).nbytes / 10_000
-    return lineitem_rows_table(max(1, round(nbytes / per_row)))
-
-
 _KINDS: dict[str, tuple[str, str, Callable[[int], pa.Table]]] = {
     "int64_seq": ("int64 sequential", "one int64 column 0, 1, 2, ...", int64_seq_table),
     "lineitem": (
         "lineitem",
-        "TPC-H lineitem-like, 16 columns (zstdpool._bench_ipc.lineitem_table)",
+        "TPC-H lineitem-like, 16 columns (zstdpool._bench.data.lineitem_table)",
         lineitem_rows_table,
     ),
     "lineitem_bytes": (
@@ -321,28 +225,14 @@ def largest_buffer(table: pa.Table) -> int:
     return max((b.size for b in _buffers(table)), default=0)
 
 
-def available_threads() -> int:
-    """The CPUs this process may use (what Rust's available_parallelism sees, mostly)."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
-
-
 def compressing_threads(table: pa.Table, threads: int | None) -> int:
-    """The threads that compress a batch of ``table`` in zstdpool, at most: its rule for the
-    thread count, capped by the non-empty buffers (a thread may start and find none left)."""
+    """The threads that compress a batch of ``table`` in zstdpool, at most: the core's own
+    rule for the thread count (``zstdpool._zstdpool._resolve_threads``) over the batch's
+    non-empty buffers, which caps it by their number (a thread may start and find none left)."""
     most = 1
     for batch in table.to_batches():
-        buffers = [b for b in _buffers(batch) if b.size]
-        items = max(1, len(buffers))
-        total = sum(b.size for b in buffers)
-        if threads is not None:
-            n = min(threads, items)
-        elif total < PARALLEL_MIN_BYTES:
-            n = 1
-        else:
-            n = max(1, min(available_threads(), items, total // MIN_BYTES_PER_THREAD))
-        most = max(most, n)
+        sizes = [b.size for b in _buffers(batch) if b.size]
+        most = max(most, _resolve_threads(threads, sum(sizes), len(sizes)))
     return most
 
 
@@ -489,7 +379,7 @@ def measure_pyarrow(case: MemoryCase, use_threads: bool = True) -> dict[str, Any
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(zstdpool.__file__)))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-    argv = [sys.executable, "-m", "zstdpool._bench_memory", "child", case.kind, str(case.size)]
+    argv = [sys.executable, "-m", "zstdpool._bench.memory", "child", case.kind, str(case.size)]
     argv.append("1" if use_threads else "0")
     done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
@@ -611,131 +501,6 @@ def all_targets_met(rows: Iterable[dict[str, Any]]) -> bool:
     return all(c["held_ok"] and c["peak_ok"] for r in rows for c in targets(r))
 
 
-def _mib(n: float | None) -> str:
-    return "-" if n is None else f"{n / MiB:,.3f}"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], left: int = 1) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-
-    def fmt(r: Sequence[str]) -> str:
-        cells = [c.ljust(widths[i]) if i < left else c.rjust(widths[i]) for i, c in enumerate(r)]
-        return "  ".join(cells).rstrip()
-
-    return [fmt(header), "  ".join("-" * w for w in widths), *map(fmt, rows)]
-
-
-def format_memory_table(rows: Sequence[dict[str, Any]]) -> str:
-    """The memory table (MiB) and the zstdpool target checks, as plain text."""
-    if not rows:
-        return "memory: no input matches"
-    header = [
-        "input",
-        "vectors",
-        "zp compressed",
-        "zp held",
-        "zp peak",
-        "zp peak t=1",
-        "zp peak t=2",
-        "zp idle ctx",
-        "pa compressed",
-        "pa held",
-        "pa peak",
-        "pa peak no-thr",
-    ]
-    body = []
-    for r in rows:
-        zp, pa_ = r["zstdpool"], r["pyarrow"]
-        main = zp.get("None", {})
-        pa_t, pa_n = pa_.get("True", {}), pa_.get("False", {})
-        body.append(
-            [
-                r["input"],
-                _mib(r["vectors"]),
-                _mib(main.get("compressed")),
-                _mib(main.get("held")),
-                _mib(main.get("peak")),
-                _mib(zp.get("1", {}).get("peak")),
-                _mib(zp.get("2", {}).get("peak")),
-                _mib(main.get("idle_bytes")),
-                _mib(pa_t.get("compressed")),
-                _mib(pa_t.get("held")),
-                _mib(pa_t.get("peak")),
-                _mib(pa_n.get("peak")),
-            ]
-        )
-    lines = [
-        f"memory of one Arrow IPC stream write, zstd level {LEVEL} (MiB; zp = zstdpool "
-        "write_stream, threads=None unless t=; pa = pyarrow new_stream + BufferOutputStream)",
-        "",
-        *_table(header, body),
-        "",
-        "vectors: table.nbytes; held: allocated after the write, output included (pyarrow: the "
-        "output buffer's capacity); peak: most allocated during the write on top of the input; "
-        "zp idle ctx: zstd contexts the pool keeps warm after the write (shared by later "
-        "writes, not in held unless they grew); pa peak no-thr: use_threads=False.",
-        "",
-        f"targets (zstdpool): held <= compressed + {HELD_SLACK:.0%}; peak <= "
-        f"{_fmt_amount(PEAK_OVERHEAD)} + compressed + threads x compressBound(largest buffer)",
-        "",
-    ]
-    check_header = [
-        "input",
-        "threads",
-        "held B",
-        "limit B",
-        "held",
-        "peak B",
-        "of which Rust",
-        "limit B",
-        "peak",
-    ]
-    check_rows = []
-    for r in rows:
-        for c in targets(r):
-            check_rows.append(
-                [
-                    r["input"],
-                    f"{c['threads']}->{c['used']}",
-                    f"{c['held']:,}",
-                    f"{c['held_limit']:,}",
-                    "pass" if c["held_ok"] else f"FAIL +{c['held'] - c['held_limit']:,}",
-                    f"{c['peak']:,}",
-                    f"{c['rust_peak']:,}",
-                    f"{c['peak_limit']:,}",
-                    "pass" if c["peak_ok"] else f"FAIL +{c['peak'] - c['peak_limit']:,}",
-                ]
-            )
-    lines += _table(check_header, check_rows)
-    failed = sum(1 for r in rows for c in targets(r) if not (c["held_ok"] and c["peak_ok"]))
-    lines.append("")
-    lines.append(
-        "all zstdpool targets met" if not failed else f"{failed} zstdpool row(s) over target"
-    )
-    lines.append(
-        "threads: asked -> compressing (threads with a non-empty buffer to compress); peak B = "
-        "Rust peak + Python peak (the output bytes object, built in place, and anything else "
-        "Python allocates during the write)"
-    )
-    churn = [
-        f"{r['input']} (threads={t}: {m['contexts_created']})"
-        for r in rows
-        for t, m in r["zstdpool"].items()
-        if m["contexts_created"]
-    ]
-    if churn:
-        lines.append(
-            "note: zstd contexts the pool created during the measured (warm) write: "
-            + "; ".join(churn)
-        )
-    hidden = [r["input"] for r in rows for m in r["pyarrow"].values() if m.get("peak_hidden")]
-    if hidden:
-        lines.append(f"note: pyarrow peak may be hidden by an earlier maximum: {hidden}")
-    if not any(r["pyarrow"] for r in rows):
-        lines.append("note: pyarrow was not measured; its columns are empty")
-    return "\n".join(lines)
-
-
 def list_cases(size_choice: str, filters: Sequence[str] = ()) -> str:
     """One line per input, for ``bench --memory --list``."""
     return "\n".join(
@@ -743,29 +508,8 @@ def list_cases(size_choice: str, filters: Sequence[str] = ()) -> str:
     )
 
 
-def write_json(
-    rows: Sequence[dict[str, Any]], path: str | os.PathLike[str], timing: dict[str, Any] | None
-) -> None:
-    """Writes the memory rows (and the timing report's JSON, if any) to ``path``."""
-    from zstdpool import _bench
-
-    data: dict[str, Any] = dict(timing) if timing is not None else {}
-    if timing is None:
-        data["machine"] = _bench.machine_info()
-        data["versions"] = {"zstdpool": _bench.module_version("zstdpool")}
-        data["versions"]["pyarrow"] = _bench.module_version("pyarrow")
-    data["memory"] = {
-        "level": LEVEL,
-        "targets": {"held_slack": HELD_SLACK, "peak_overhead": PEAK_OVERHEAD},
-        "rows": [{**r, "targets": targets(r)} for r in rows],
-    }
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=1)
-        f.write("\n")
-
-
 if __name__ == "__main__":
     # The pyarrow measurement in a fresh process: child KIND SIZE USE_THREADS.
     if len(sys.argv) != 5 or sys.argv[1] != "child":
-        sys.exit("usage: python -m zstdpool._bench_memory child KIND SIZE USE_THREADS(0|1)")
+        sys.exit("usage: python -m zstdpool._bench.memory child KIND SIZE USE_THREADS(0|1)")
     print(json.dumps(_child(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")))

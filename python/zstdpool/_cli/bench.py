@@ -1,0 +1,141 @@
+"""The ``bench`` command: zstdpool and its peers timed side by side (see :mod:`zstdpool._bench`),
+or, with ``--memory``, the memory of one Arrow IPC write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+from zstdpool._cli import EXIT_FAILURE, EXIT_OK, usage_error
+
+
+def add_bench(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "bench",
+        help="compare zstdpool with other zstd libraries, side by side",
+        description=(
+            "Time zstdpool and its peers (python-zstandard, backports.zstd, cramjam, pyarrow, "
+            "...) on the same workloads, interleaved to share the noise of a busy machine. "
+            "Prints the median time per call and the ratio peer time / zstdpool time (above "
+            "1: zstdpool is faster). Peers that are not installed are skipped with a note."
+        ),
+    )
+    size = p.add_mutually_exclusive_group()
+    size.add_argument(
+        "--quick",
+        dest="profile",
+        action="store_const",
+        const="quick",
+        help="a short run, under a minute on two cores (default)",
+    )
+    size.add_argument(
+        "--full",
+        dest="profile",
+        action="store_const",
+        const="full",
+        help="more rounds and larger inputs, then the --memory table; takes several minutes",
+    )
+    # A smoke run of a second or two for the test suite (also ZSTDPOOL_BENCH_TINY=1).
+    size.add_argument(
+        "--tiny", dest="profile", action="store_const", const="tiny", help=argparse.SUPPRESS
+    )
+    p.add_argument(
+        "--filter",
+        metavar="SUBSTRING",
+        action="append",
+        default=[],
+        help="run only workloads whose group or name contains SUBSTRING (case-insensitive; "
+        "repeat to run several)",
+    )
+    p.add_argument(
+        "--memory",
+        action="store_true",
+        help="instead of timing, print the memory one Arrow IPC write holds and peaks at, "
+        "zstdpool and pyarrow side by side (zstd level 3), with zstdpool's targets",
+    )
+    p.add_argument("--list", action="store_true", help="list the workloads and exit")
+    p.add_argument("--json", metavar="PATH", help="write every figure and machine info to PATH")
+    p.add_argument(
+        "--plot",
+        metavar="PATH",
+        help="draw the ratios as a bar chart into PATH (e.g. bench.png); needs matplotlib",
+    )
+    p.set_defaults(run=run_bench, profile="quick", parser=p)
+
+
+def _writable(path: str) -> bool:
+    parent = os.path.dirname(os.path.abspath(path))
+    return os.path.isdir(parent) and os.access(parent, os.W_OK)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from zstdpool._bench import report, runner
+
+    parser: argparse.ArgumentParser = args.parser
+    profile = runner.PROFILES["tiny" if runner.tiny_requested() else args.profile]
+    if args.memory:
+        return _run_bench_memory(args, profile.name)
+    workloads = runner.load_workloads(profile, args.filter)
+    if args.list:
+        for w in workloads:
+            print(f"{w.group:8}  {w.name:32}  {w.description}")
+        return EXIT_OK
+    if not workloads:
+        return usage_error(parser, f"no workload matches {' or '.join(map(repr, args.filter))}")
+    for option, path in (("--json", args.json), ("--plot", args.plot)):
+        if path is not None and not _writable(path):
+            return usage_error(parser, f"{option}: cannot write {path!r}")
+    if args.plot is not None and not report.have_matplotlib():
+        return usage_error(parser, report.PLOT_HINT)
+
+    timing = runner.run(workloads, profile)
+    print(report.format_table(timing))
+    if profile.name == "full":
+        from zstdpool._bench import memory
+
+        why = memory.unavailable()
+        rows = [] if why else memory.memory_table(profile.name, args.filter)
+        print(f"\nnote: {why}" if why else "\n" + report.format_memory_table(rows))
+        if args.json is not None:
+            report.write_memory_json(rows, args.json, timing=report.to_json(timing))
+    elif args.json is not None:
+        report.write_json(timing, args.json)
+    if args.json is not None:
+        print(f"wrote {args.json}", file=sys.stderr)
+    if args.plot is not None:
+        try:
+            report.plot(timing, args.plot)
+        except RuntimeError as e:
+            print(f"{parser.prog}: error: {e}", file=sys.stderr)
+            return EXIT_FAILURE
+        print(f"wrote {args.plot}", file=sys.stderr)
+    return EXIT_FAILURE if timing.failed else EXIT_OK
+
+
+def _run_bench_memory(args: argparse.Namespace, size_choice: str) -> int:
+    from zstdpool._bench import memory, report
+
+    parser: argparse.ArgumentParser = args.parser
+    cases = memory.memory_cases(size_choice, args.filter)
+    if args.list:
+        print(memory.list_cases(size_choice, args.filter))
+        return EXIT_OK
+    if not cases:
+        return usage_error(parser, f"no input matches {' or '.join(map(repr, args.filter))}")
+    if args.plot is not None:
+        return usage_error(parser, "--plot draws the timing ratios; it does not go with --memory")
+    if args.json is not None and not _writable(args.json):
+        return usage_error(parser, f"--json: cannot write {args.json!r}")
+    why = memory.unavailable()
+    if why:
+        print(f"{parser.prog}: error: {why}", file=sys.stderr)
+        return EXIT_FAILURE
+    rows = memory.memory_table(size_choice, args.filter)
+    print(report.format_memory_table(rows))
+    if args.json is not None:
+        report.write_memory_json(rows, args.json, timing=None)
+        print(f"wrote {args.json}", file=sys.stderr)
+    return EXIT_OK

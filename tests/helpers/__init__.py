@@ -1,0 +1,1 @@
+"""Helpers shared by test modules in several directories, imported as tests.helpers.NAME."""
