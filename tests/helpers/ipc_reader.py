@@ -68,11 +68,14 @@ def write_pyarrow(batches, fmt="stream", compression=None, deltas=False, schema=
     return sink.getvalue().to_pybytes()
 
 
-def write_zstdpool(batches, fmt="stream", compression=None, deltas=False, schema=None) -> bytes:
+def write_zstdpool(
+    batches, fmt="stream", compression=None, deltas=False, schema=None, metadata=None
+) -> bytes:
     schema = schema if schema is not None else batches[0].schema
     sink = io.BytesIO()
+    extra = {"metadata": metadata} if metadata is not None else {}
     new = ipc.new_stream if fmt == "stream" else ipc.new_file
-    w = new(sink, schema, compression=compression, dictionary_deltas=deltas)
+    w = new(sink, schema, compression=compression, dictionary_deltas=deltas, **extra)
     for b in batches:
         w.write_batch(b)
     w.close()

@@ -133,11 +133,78 @@ def test_use_after_close_raises_closed_error(compressed):
         lambda: file_reader.get_batch(0),
         file_reader.read_all,
         lambda: list(file_reader),
-        lambda: file_reader.metadata,
         file_reader.__enter__,
     ):
         with pytest.raises(zstdpool.ClosedError):
             use()
+    # What the footer says is known from open, like the schema.
+    assert file_reader.metadata == {}
+    assert file_reader.schema.equals(batches[0].schema)
+
+
+class BlockingFile(io.RawIOBase):
+    """A seekable file whose reads block, once `block` is set, until `release` is set."""
+
+    def __init__(self, data: bytes) -> None:
+        self._b = io.BytesIO(data)
+        self.block = False
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        return self._b.seek(offset, whence)
+
+    def readinto(self, b) -> int:  # type: ignore[no-untyped-def]
+        if self.block:
+            self.entered.set()
+            self.release.wait(10)
+        chunk = self._b.read(len(b))
+        b[: len(chunk)] = chunk
+        return len(chunk)
+
+
+def test_file_metadata_is_readable_while_another_thread_reads(compressed):
+    batches, _ = compressed
+    source = BlockingFile(write_zstdpool(batches, fmt="file", metadata={"origin": "test"}))
+    reader = ipc.open_file(source)
+    source.block = True
+    worker = threading.Thread(target=reader.read_all)
+    worker.start()
+    try:
+        assert source.entered.wait(10)
+        assert reader.metadata == {"origin": "test"}
+    finally:
+        source.release.set()
+        worker.join(10)
+    reader.close()
+    assert reader.metadata == {"origin": "test"}
+
+
+def test_two_threads_iterating_one_file_reader_get_busy_error(compressed):
+    batches, _ = compressed
+    source = BlockingFile(write_zstdpool(batches, fmt="file"))
+    reader = ipc.open_file(source)
+    batches_iter = iter(reader)
+    source.block = True
+    got = []
+    worker = threading.Thread(target=lambda: got.append(next(batches_iter)))
+    worker.start()
+    try:
+        assert source.entered.wait(10)
+        with pytest.raises(zstdpool.BusyError):
+            next(batches_iter)
+    finally:
+        source.release.set()
+        worker.join(10)
+    assert got and got[0].equals(batches[0])
+    source.block = False
+    assert [b.num_rows for b in batches_iter] == [b.num_rows for b in batches[1:]]
+    reader.close()
 
 
 def test_closed_error_is_a_value_error():

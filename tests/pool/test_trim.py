@@ -107,6 +107,24 @@ def test_invalid_spare_timeout(bad):
         ContextPool(spare_timeout=bad)
 
 
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"idle_timeout": -1},
+        {"spare_timeout": 0},
+        {"max_idle_bytes": -1},
+        {"max_scratch_bytes": -1},
+        {"max_idle_per_key": -1},
+        {"max_spare_bytes": -1},
+    ],
+    ids=lambda kw: next(iter(kw)),
+)
+def test_every_bad_pool_argument_is_a_parameter_error(kwargs):
+    # The same kind of bad argument raises the same class, whichever argument it is.
+    with pytest.raises(zstdpool.ParameterError, match=next(iter(kwargs))):
+        ContextPool(**kwargs)
+
+
 def test_invalid_max_spare_bytes():
     with pytest.raises(ValueError, match="max_spare_bytes"):
         ContextPool(max_spare_bytes=-1)
