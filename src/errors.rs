@@ -19,6 +19,7 @@ pyo3::import_exception!(zstdpool.errors, DecompressionError);
 pyo3::import_exception!(zstdpool.errors, IpcError);
 pyo3::import_exception!(zstdpool.errors, OutputLimitError);
 pyo3::import_exception!(zstdpool.errors, ParameterError);
+pyo3::import_exception!(zstdpool.errors, ParquetError);
 
 /// The exception for a core error.
 pub fn from_core(err: Error) -> PyErr {
@@ -30,6 +31,7 @@ pub fn from_core(err: Error) -> PyErr {
             Error::Memory(m) => PyMemoryError::new_err(m),
             Error::Compress(m) => CompressionError::new_err(m),
             Error::Ipc(m) => IpcError::new_err(m),
+            Error::Parquet(m) => ParquetError::new_err(m),
             Error::Io(io) => os_error(io),
         }
     }

@@ -23,6 +23,9 @@ pub enum Error {
     /// Malformed or unsupported Arrow IPC data, or a batch that does not fit the writer.
     #[error("{0}")]
     Ipc(String),
+    /// Malformed or unsupported Parquet data, or a batch or type a Parquet writer cannot take.
+    #[error("{0}")]
+    Parquet(String),
     /// An I/O error from a sink or source.
     #[error(transparent)]
     Io(#[from] std::io::Error),
@@ -37,6 +40,7 @@ impl Error {
             Error::Corrupt(m) => Error::Corrupt(format!("{at}: {m}")),
             Error::Limit(m) => Error::Limit(format!("{at}: {m}")),
             Error::Ipc(m) => Error::Ipc(format!("{at}: {m}")),
+            Error::Parquet(m) => Error::Parquet(format!("{at}: {m}")),
             other => other,
         }
     }
@@ -100,6 +104,38 @@ impl From<ArrowError> for Error {
             },
             ArrowError::MemoryError(msg) => Error::Memory(msg),
             other => Error::Ipc(strip_arrow_prefix(other.to_string())),
+        }
+    }
+}
+
+impl From<::parquet::errors::ParquetError> for Error {
+    fn from(err: ::parquet::errors::ParquetError) -> Self {
+        use ::parquet::errors::ParquetError as P;
+        match err {
+            P::External(inner) => match inner.downcast::<Error>() {
+                Ok(ours) => *ours,
+                Err(inner) => match inner.downcast::<std::io::Error>() {
+                    Ok(io) => Error::Io(*io),
+                    Err(inner) => match inner.downcast::<ArrowError>() {
+                        Ok(arrow) => Error::from(*arrow).into_parquet(),
+                        Err(other) => Error::Parquet(other.to_string()),
+                    },
+                },
+            },
+            P::EOF(m) => Error::Parquet(format!("truncated Parquet data: {m}")),
+            P::NYI(m) => Error::Parquet(format!("not supported: {m}")),
+            P::General(m) | P::ArrowError(m) => Error::Parquet(m),
+            other => Error::Parquet(other.to_string()),
+        }
+    }
+}
+
+impl Error {
+    /// An Arrow-side error met while reading or writing Parquet, as a Parquet error.
+    fn into_parquet(self) -> Error {
+        match self {
+            Error::Ipc(m) => Error::Parquet(m),
+            other => other,
         }
     }
 }

@@ -6,6 +6,7 @@
 //! Nothing here touches Python: the bindings crate wraps it.
 
 pub mod alloc;
+pub mod batch_schema;
 pub mod codec;
 pub mod context;
 pub mod error;
@@ -14,6 +15,7 @@ pub mod output;
 pub mod pages;
 pub mod parallel;
 pub mod params;
+pub mod parquet;
 pub mod path_sink;
 pub mod pool;
 pub mod spare;

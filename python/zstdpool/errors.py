@@ -40,6 +40,11 @@ class IpcError(ZstdError, ValueError):
     """Malformed Arrow IPC data, or data that does not fit the writer (schema mismatch)."""
 
 
+class ParquetError(ZstdError, ValueError):
+    """Malformed or encrypted Parquet data, a type Parquet cannot hold, or data that does not
+    fit the writer (schema mismatch)."""
+
+
 __all__ = [
     "BusyError",
     "ClosedError",
@@ -48,5 +53,6 @@ __all__ = [
     "IpcError",
     "OutputLimitError",
     "ParameterError",
+    "ParquetError",
     "ZstdError",
 ]

@@ -20,7 +20,7 @@ mod message;
 pub mod reader;
 mod schema;
 pub mod source;
-mod validate;
+pub(crate) mod validate;
 pub mod writer;
 
 pub use compress::Compression;

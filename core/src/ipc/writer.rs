@@ -16,9 +16,9 @@ use flatbuffers::FlatBufferBuilder;
 
 use super::compress::{compress_buffers, Compression};
 use super::message::{self, batch_header, buffer_spans};
-use super::schema::check_schema;
 use super::IpcFormat;
 use super::{pad, ALIGNMENT, ARROW_MAGIC};
+use crate::batch_schema::check_schema;
 
 /// Bodies of at least this many uncompressed bytes are compressed straight into the output.
 const DIRECT_BODY_MIN: usize = 1 << 20;
@@ -153,7 +153,7 @@ impl IpcWriter {
     /// Appends `batch` (its dictionaries first) to `out`.
     pub fn write(&mut self, batch: &RecordBatch, out: &mut dyn Output) -> Result<()> {
         self.check_open()?;
-        check_schema(&self.schema, batch.schema_ref())?;
+        check_schema(&self.schema, batch.schema_ref()).map_err(Error::Ipc)?;
         // The body does not depend on names or metadata, so a batch whose fields match is
         // encoded as it is; the stream carries the writer's schema.
         let start = out.len();

@@ -1,0 +1,449 @@
+//! The Parquet reader: the footer is checked and parsed at open, the Arrow schema restored from
+//! `ARROW:schema` where the file has one, and columns are decoded by the parquet crate from
+//! pages the decompression stage (`pages`) hands it. A whole read decodes each row group's
+//! columns on the caller's threads; a batch iterator reads in order.
+
+use std::sync::Arc;
+
+use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
+use ::parquet::arrow::{parquet_to_arrow_field_levels, parquet_to_arrow_schema_by_columns};
+use ::parquet::arrow::{FieldLevels, ProjectionMask};
+use ::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use ::parquet::file::reader::{ChunkReader, Length};
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
+
+use super::footer::check_footer;
+use super::pages::{Failure, ParquetLimits, PooledRowGroups};
+use super::source::ParquetSource;
+use crate::error::{catch_panics, Error, Result};
+use crate::ipc::validate::validate_columns;
+use crate::parallel::{for_each_parallel, resolve_threads};
+use crate::pool::ContextPool;
+
+const MAGIC: &[u8; 4] = b"PAR1";
+const ENCRYPTED_MAGIC: &[u8; 4] = b"PARE";
+
+/// An open Parquet file.
+pub struct ParquetFile {
+    source: ParquetSource,
+    metadata: Arc<ParquetMetaData>,
+    schema: SchemaRef,
+    pool: ContextPool,
+    limits: ParquetLimits,
+    threads: Option<usize>,
+}
+
+/// The columns a read returns, in the order asked for: each top-level column with the leaves
+/// of it that were asked for.
+#[derive(Clone, Debug)]
+pub struct Projection {
+    roots: Vec<(usize, Vec<usize>)>,
+    schema: SchemaRef,
+}
+
+impl Projection {
+    /// The schema of what a read with this projection returns.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+}
+
+impl ParquetFile {
+    /// Checks the magic bytes and the footer, and reads the schema.
+    pub fn open(
+        source: ParquetSource,
+        limits: ParquetLimits,
+        pool: &ContextPool,
+        threads: Option<usize>,
+    ) -> Result<Self> {
+        let len = source.len();
+        if len < 12 {
+            return Err(Error::Parquet(format!(
+                "not a Parquet file: {len} bytes is too short for the magic bytes and footer"
+            )));
+        }
+        let head = source.get_bytes(0, 4)?;
+        let tail = source.get_bytes(len - 8, 8)?;
+        if &tail[4..] == ENCRYPTED_MAGIC {
+            return Err(Error::Parquet(
+                "the file's footer is encrypted (PARE): encrypted Parquet files are not supported"
+                    .into(),
+            ));
+        }
+        if &head[..] != MAGIC || &tail[4..] != MAGIC {
+            return Err(Error::Parquet(
+                "not a Parquet file: the PAR1 magic bytes are missing".into(),
+            ));
+        }
+        let footer_len = u32::from_le_bytes(tail[..4].try_into().expect("4 bytes")) as u64;
+        if footer_len > len - 12 {
+            return Err(Error::Parquet(format!(
+                "corrupt Parquet file: the footer's length ({footer_len} bytes) does not fit \
+                 the file ({len} bytes)"
+            )));
+        }
+        let footer = source.get_bytes(len - 8 - footer_len, footer_len as usize)?;
+        check_footer(&footer)?;
+        let metadata = catch_panics("reading the footer", || {
+            Ok(ParquetMetaDataReader::new().parse_and_finish(&source)?)
+        })
+        .map_err(|e| e.at("corrupt Parquet footer"))?;
+        let descr = metadata.file_metadata().schema_descr();
+        for group in metadata.row_groups() {
+            if group.num_columns() != descr.num_columns() {
+                return Err(Error::Parquet(format!(
+                    "corrupt Parquet footer: a row group has {} columns, the schema {}",
+                    group.num_columns(),
+                    descr.num_columns()
+                )));
+            }
+        }
+        let schema = catch_panics("reading the schema", || {
+            Ok(parquet_to_arrow_schema_by_columns(
+                descr,
+                ProjectionMask::all(),
+                metadata.file_metadata().key_value_metadata(),
+            )?)
+        })?;
+        Ok(ParquetFile {
+            source,
+            metadata: Arc::new(metadata),
+            schema: Arc::new(schema),
+            pool: pool.clone(),
+            limits,
+            threads,
+        })
+    }
+
+    /// The file's Arrow schema, with its metadata.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    pub fn metadata(&self) -> &Arc<ParquetMetaData> {
+        &self.metadata
+    }
+
+    pub fn num_row_groups(&self) -> usize {
+        self.metadata.num_row_groups()
+    }
+
+    /// The columns named (top-level names, or dotted paths into nested ones), or all of them.
+    pub fn projection(&self, columns: Option<&[String]>) -> Result<Projection> {
+        let descr = self.metadata.file_metadata().schema_descr();
+        let root_of = |leaf: usize| descr.get_column_root_idx(leaf);
+        let mut roots: Vec<(usize, Vec<usize>)> = Vec::new();
+        let mut add =
+            |root: usize, leaves: &[usize]| match roots.iter_mut().find(|(r, _)| *r == root) {
+                Some((_, have)) => {
+                    for l in leaves {
+                        if !have.contains(l) {
+                            have.push(*l);
+                        }
+                    }
+                    have.sort_unstable();
+                }
+                None => roots.push((root, leaves.to_vec())),
+            };
+        match columns {
+            None => {
+                for root in 0..self.schema.fields().len() {
+                    let leaves: Vec<usize> = (0..descr.num_columns())
+                        .filter(|&l| root_of(l) == root)
+                        .collect();
+                    add(root, &leaves);
+                }
+            }
+            Some(names) => {
+                for name in names {
+                    let leaves: Vec<usize> = match self.schema.index_of(name) {
+                        Ok(root) => (0..descr.num_columns())
+                            .filter(|&l| root_of(l) == root)
+                            .collect(),
+                        Err(_) => {
+                            let parts: Vec<&str> = name.split('.').collect();
+                            (0..descr.num_columns())
+                                .filter(|&l| {
+                                    let path = descr.column(l).path().parts().to_vec();
+                                    path.len() >= parts.len()
+                                        && parts.iter().zip(&path).all(|(a, b)| a == b)
+                                })
+                                .collect()
+                        }
+                    };
+                    if leaves.is_empty() {
+                        return Err(Error::Parameter(format!(
+                            "column {name:?} is not in the file (its columns: {})",
+                            self.schema
+                                .fields()
+                                .iter()
+                                .map(|f| f.name().as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )));
+                    }
+                    // Every leaf of one name lies under one top-level column.
+                    add(root_of(leaves[0]), &leaves);
+                }
+            }
+        }
+        let mut fields = Vec::with_capacity(roots.len());
+        for (_, leaves) in &roots {
+            let one = parquet_to_arrow_schema_by_columns(
+                descr,
+                ProjectionMask::leaves(descr, leaves.iter().copied()),
+                self.metadata.file_metadata().key_value_metadata(),
+            )?;
+            fields.push(one.field(0).clone());
+        }
+        Ok(Projection {
+            roots,
+            schema: Arc::new(Schema::new_with_metadata(
+                fields,
+                self.schema.metadata().clone(),
+            )),
+        })
+    }
+
+    fn levels(&self, leaves: impl IntoIterator<Item = usize>) -> Result<FieldLevels> {
+        let descr = self.metadata.file_metadata().schema_descr();
+        Ok(parquet_to_arrow_field_levels(
+            descr,
+            ProjectionMask::leaves(descr, leaves),
+            Some(self.schema.fields()),
+        )?)
+    }
+
+    fn check_row_groups(&self, row_groups: Option<&[usize]>) -> Result<Vec<usize>> {
+        let n = self.num_row_groups();
+        match row_groups {
+            None => Ok((0..n).collect()),
+            Some(groups) => groups
+                .iter()
+                .map(|&g| {
+                    if g < n {
+                        Ok(g)
+                    } else {
+                        Err(Error::Parameter(format!(
+                            "row group {g} is out of range: the file has {n} row groups"
+                        )))
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    fn row_groups(&self, groups: Vec<usize>, failure: &Failure) -> PooledRowGroups {
+        PooledRowGroups {
+            source: self.source.clone(),
+            metadata: self.metadata.clone(),
+            row_groups: groups,
+            pool: self.pool.clone(),
+            limits: self.limits,
+            failure: failure.clone(),
+        }
+    }
+
+    /// Every row group asked for (all by default), one batch each, with the projection's
+    /// columns decoded in parallel for a large read, each batch validated in full.
+    pub fn read(
+        &self,
+        projection: &Projection,
+        row_groups: Option<&[usize]>,
+    ) -> Result<Vec<RecordBatch>> {
+        let groups = self.check_row_groups(row_groups)?;
+        let levels: Vec<FieldLevels> = projection
+            .roots
+            .iter()
+            .map(|(_, leaves)| self.levels(leaves.iter().copied()))
+            .collect::<Result<_>>()?;
+        let tasks: Vec<(usize, usize)> = groups
+            .iter()
+            .flat_map(|&g| (0..projection.roots.len()).map(move |c| (g, c)))
+            .collect();
+        let weight = |&(g, c): &(usize, usize)| -> usize {
+            let group = self.metadata.row_group(g);
+            projection.roots[c]
+                .1
+                .iter()
+                .map(|&l| group.column(l).uncompressed_size().max(0) as usize)
+                .sum()
+        };
+        let total: usize = tasks.iter().map(weight).sum();
+        let threads = resolve_threads(self.threads, total, tasks.len())?;
+        let columns = for_each_parallel(
+            &tasks,
+            threads,
+            None,
+            weight,
+            || Ok(()),
+            |_, _, &(g, c)| {
+                let failure = Failure::default();
+                let rows = self.metadata.row_group(g).num_rows().max(0) as usize;
+                let name = projection.schema.field(c).name();
+                catch_panics(&format!("decoding column '{name}'"), || {
+                    let data_type = projection.schema.field(c).data_type();
+                    decode(
+                        &levels[c],
+                        &self.row_groups(vec![g], &failure),
+                        rows,
+                        &failure,
+                        data_type,
+                    )
+                })
+                .map_err(|e| e.at(format_args!("row group {g}, column '{name}'")))
+            },
+        )?;
+        let mut batches = Vec::with_capacity(groups.len());
+        let mut columns = columns.into_iter();
+        for &g in &groups {
+            let rows = self.metadata.row_group(g).num_rows().max(0) as usize;
+            let arrays: Vec<ArrayRef> = columns.by_ref().take(projection.roots.len()).collect();
+            let options = RecordBatchOptions::new().with_row_count(Some(rows));
+            let batch =
+                RecordBatch::try_new_with_options(projection.schema.clone(), arrays, &options)
+                    .map_err(|e| Error::Parquet(format!("row group {g}: {e}")))?;
+            batches.push(
+                validate_columns(batch, threads)
+                    .map_err(|e| e.at(format_args!("row group {g}")))?,
+            );
+        }
+        Ok(batches)
+    }
+
+    /// The row groups asked for (all by default), in batches of at most `batch_size` rows read
+    /// in order.
+    pub fn batches(
+        &self,
+        projection: &Projection,
+        row_groups: Option<&[usize]>,
+        batch_size: usize,
+    ) -> Result<Batches> {
+        if batch_size == 0 {
+            return Err(Error::Parameter("batch_size must be at least 1 row".into()));
+        }
+        let groups = self.check_row_groups(row_groups)?;
+        let mut leaves: Vec<usize> = projection
+            .roots
+            .iter()
+            .flat_map(|(_, l)| l.clone())
+            .collect();
+        leaves.sort_unstable();
+        let levels = self.levels(leaves)?;
+        let failure = Failure::default();
+        let inner = ParquetRecordBatchReader::try_new_with_row_groups(
+            &levels,
+            &self.row_groups(groups, &failure),
+            batch_size,
+            None,
+        )?;
+        // The crate returns columns in file order; a projection may ask for another.
+        let mut by_file_order: Vec<usize> = (0..projection.roots.len()).collect();
+        by_file_order.sort_by_key(|&i| projection.roots[i].0);
+        let mut order = vec![0; by_file_order.len()];
+        for (file_pos, &i) in by_file_order.iter().enumerate() {
+            order[i] = file_pos;
+        }
+        Ok(Batches {
+            inner,
+            order,
+            schema: projection.schema.clone(),
+            failure,
+            done: false,
+        })
+    }
+}
+
+/// One column of one row group, decoded whole.
+fn decode(
+    levels: &FieldLevels,
+    groups: &PooledRowGroups,
+    rows: usize,
+    failure: &Failure,
+    data_type: &arrow_schema::DataType,
+) -> Result<ArrayRef> {
+    let reader =
+        ParquetRecordBatchReader::try_new_with_row_groups(levels, groups, rows.max(1), None)?;
+    let mut arrays = Vec::new();
+    for batch in reader {
+        let batch = batch.map_err(|e| taken_back(e, failure))?;
+        arrays.push(batch.column(0).clone());
+    }
+    match arrays.len() {
+        0 => Ok(arrow_array::new_empty_array(data_type)),
+        1 => Ok(arrays.pop().expect("one array")),
+        _ => {
+            let refs: Vec<&dyn arrow_array::Array> = arrays.iter().map(|a| a.as_ref()).collect();
+            Ok(arrow_select::concat::concat(&refs)?)
+        }
+    }
+}
+
+/// The error a failed read reports: the decompression stage's own, with its kind, when it
+/// failed; otherwise the crate's, as a Parquet error.
+fn taken_back(e: ArrowError, failure: &Failure) -> Error {
+    if let Some(ours) = failure.lock().unwrap_or_else(|p| p.into_inner()).take() {
+        return ours;
+    }
+    match e {
+        ArrowError::ExternalError(inner) => match inner.downcast::<Error>() {
+            Ok(ours) => *ours,
+            Err(other) => Error::Parquet(other.to_string()),
+        },
+        ArrowError::ParquetError(m) => Error::Parquet(m),
+        ArrowError::MemoryError(m) => Error::Memory(m),
+        other => Error::Parquet(other.to_string()),
+    }
+}
+
+/// Batches of a Parquet file, read in order.
+pub struct Batches {
+    inner: ParquetRecordBatchReader,
+    /// For each output column, its position in what the crate returns.
+    order: Vec<usize>,
+    schema: SchemaRef,
+    failure: Failure,
+    done: bool,
+}
+
+impl Batches {
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The next batch, validated in full; None at the end.
+    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        if self.done {
+            return Ok(None);
+        }
+        let next = catch_panics("decoding a batch", || {
+            self.inner
+                .next()
+                .transpose()
+                .map_err(|e| taken_back(e, &self.failure))
+        });
+        let batch = match next {
+            Ok(Some(batch)) => batch,
+            other => {
+                self.done = true;
+                return other;
+            }
+        };
+        let columns = self
+            .order
+            .iter()
+            .map(|&i| batch.column(i).clone())
+            .collect();
+        let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+        let batch = RecordBatch::try_new_with_options(self.schema.clone(), columns, &options)
+            .map_err(|e| Error::Parquet(e.to_string()))?;
+        validate_columns(batch, 1).map(Some)
+    }
+}
+
+// The reader's state is shared only through `Arc`s and the pool.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<ParquetFile>();
+};

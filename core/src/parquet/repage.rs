@@ -1,0 +1,357 @@
+//! The compression stage of the Parquet writer. The parquet crate creates a new zstd context
+//! for every column chunk it writes and offers no hook for its codec, so zstd columns are
+//! encoded uncompressed and their pages compressed here, each with a pooled context: the
+//! crate's own page reader parses the pages it wrote, each page's body is compressed (a v2
+//! page's levels stay as they are), the crate's page writer frames them again, and the
+//! chunk's metadata and offset index are rewritten for the new sizes and offsets.
+
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+
+use ::parquet::arrow::arrow_writer::PageStoreFactory;
+use ::parquet::arrow::arrow_writer::{ArrowColumnChunk, PageKey, PageStore, PageStoreArgs};
+use ::parquet::basic::PageType;
+use ::parquet::column::page::{CompressedPage, Page, PageReader, PageWriteSpec, PageWriter};
+use ::parquet::column::writer::ColumnCloseResult;
+use ::parquet::errors::ParquetError;
+use ::parquet::file::properties::ReaderProperties;
+use ::parquet::file::reader::{ChunkReader, Length};
+use ::parquet::file::serialized_reader::SerializedPageReader;
+use ::parquet::file::writer::{SerializedPageWriter, TrackedWrite};
+use bytes::{Bytes, BytesMut};
+
+use super::options::PageCodec;
+use crate::context::{CompressParams, Compressor};
+use crate::error::{Error, Result};
+
+/// The blobs (page headers and bodies, in the order written) of one column chunk.
+type SharedBlobs = Arc<Mutex<Vec<Bytes>>>;
+
+/// Gives each column writer a page store whose blobs this writer can read back: the chunk's
+/// own store is private to the crate. One factory per file writer, used by one thread.
+#[derive(Debug, Default)]
+pub(crate) struct CaptureFactory {
+    created: Mutex<Vec<SharedBlobs>>,
+}
+
+impl CaptureFactory {
+    /// The stores made since the last call, in column order.
+    pub(crate) fn take_created(&self) -> Vec<SharedBlobs> {
+        std::mem::take(&mut *lock(&self.created))
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl PageStoreFactory for CaptureFactory {
+    fn create(&self, _args: &PageStoreArgs<'_>) -> ::parquet::errors::Result<Box<dyn PageStore>> {
+        let blobs = SharedBlobs::default();
+        lock(&self.created).push(blobs.clone());
+        Ok(Box::new(CaptureStore { blobs, resident: 0 }))
+    }
+}
+
+/// An in-memory page store whose blobs stay reachable through [`SharedBlobs`].
+struct CaptureStore {
+    blobs: SharedBlobs,
+    resident: usize,
+}
+
+impl PageStore for CaptureStore {
+    fn put(&mut self, value: Bytes) -> ::parquet::errors::Result<PageKey> {
+        let mut blobs = lock(&self.blobs);
+        self.resident += value.len();
+        blobs.push(value);
+        Ok(PageKey::new(blobs.len() as u64 - 1))
+    }
+
+    fn take(&mut self, key: PageKey) -> ::parquet::errors::Result<Bytes> {
+        let mut blobs = lock(&self.blobs);
+        let blob = blobs
+            .get_mut(key.get() as usize)
+            .map(std::mem::take)
+            .ok_or_else(|| ParquetError::General(format!("invalid page key {}", key.get())))?;
+        self.resident -= blob.len();
+        Ok(blob)
+    }
+
+    fn memory_size(&self) -> usize {
+        self.resident
+    }
+}
+
+/// A column chunk ready to append to its row group: compressed here, or as the crate wrote it.
+pub(crate) enum EncodedChunk {
+    Repaged {
+        bytes: Bytes,
+        close: ColumnCloseResult,
+    },
+    Native(ArrowColumnChunk),
+}
+
+/// Compresses the pages of `chunk`, written uncompressed into `blobs`, with `compressor`.
+pub(crate) fn repage(
+    chunk: ArrowColumnChunk,
+    blobs: &SharedBlobs,
+    params: &CompressParams,
+    compressor: &mut Compressor,
+) -> Result<EncodedChunk> {
+    let close = chunk.close().clone();
+    let parts = std::mem::take(&mut *lock(blobs));
+    // The chunk's store shares the blobs just taken; it has nothing more to give.
+    drop(chunk);
+    // Blobs arrive data pages first: the dictionary page, if any, is written last and must
+    // come first in the file (the close result says where it started).
+    let dictionary_at = close.metadata.dictionary_page_offset().map(|o| o as u64);
+    let (mut dictionary, mut data) = (Vec::new(), Vec::new());
+    let mut at = 0u64;
+    for part in parts {
+        let len = part.len() as u64;
+        if dictionary_at.is_some_and(|d| at >= d) {
+            dictionary.push(part);
+        } else {
+            data.push(part);
+        }
+        at += len;
+    }
+    let dictionary_len: usize = dictionary.iter().map(Bytes::len).sum();
+    let close = close.update_dictionary_location(dictionary_len)?;
+    let rows = close.rows_written as usize;
+    let source = Arc::new(Blobs::new(dictionary.into_iter().chain(data).collect()));
+    let props = Arc::new(
+        ReaderProperties::builder()
+            .set_read_page_statistics(true)
+            .build(),
+    );
+    let mut pages =
+        SerializedPageReader::new_with_properties(source, &close.metadata, rows, None, props)?;
+    let mut out = TrackedWrite::new(Vec::with_capacity(
+        (close.metadata.uncompressed_size() as usize / 4).max(1024),
+    ));
+    let mut specs = Vec::new();
+    {
+        let mut writer = SerializedPageWriter::new(&mut out);
+        while let Some(page) = pages.get_next_page()? {
+            specs.push(writer.write_page(compress_page(page, compressor)?)?);
+        }
+        writer.close()?;
+    }
+    let bytes = Bytes::from(out.into_inner()?);
+    Ok(EncodedChunk::Repaged {
+        close: rewrite_close(close, &specs, params)?,
+        bytes,
+    })
+}
+
+/// `page` with its body compressed by `compressor` (a v2 page's levels are kept in front, and
+/// a v2 body that would not shrink is stored as it is, as the format allows).
+fn compress_page(page: Page, compressor: &mut Compressor) -> Result<CompressedPage> {
+    let uncompressed_size = page.buffer().len();
+    let page = match page {
+        Page::DataPage {
+            buf,
+            num_values,
+            encoding,
+            def_level_encoding,
+            rep_level_encoding,
+            statistics,
+        } => Page::DataPage {
+            buf: compress_body(&buf, compressor)?,
+            num_values,
+            encoding,
+            def_level_encoding,
+            rep_level_encoding,
+            statistics,
+        },
+        Page::DictionaryPage {
+            buf,
+            num_values,
+            encoding,
+            is_sorted,
+        } => Page::DictionaryPage {
+            buf: compress_body(&buf, compressor)?,
+            num_values,
+            encoding,
+            is_sorted,
+        },
+        Page::DataPageV2 {
+            buf,
+            num_values,
+            encoding,
+            num_nulls,
+            num_rows,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            is_compressed: _,
+            statistics,
+        } => {
+            let levels = (def_levels_byte_len + rep_levels_byte_len) as usize;
+            let values = &buf[levels..];
+            let frame = compressor.compress_to_scratch(values)?;
+            let is_compressed = !values.is_empty() && frame.len() < values.len();
+            let buf = if is_compressed {
+                let mut b = BytesMut::with_capacity(levels + frame.len());
+                b.extend_from_slice(&buf[..levels]);
+                b.extend_from_slice(frame);
+                b.freeze()
+            } else {
+                buf
+            };
+            Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                num_nulls,
+                num_rows,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                is_compressed,
+                statistics,
+            }
+        }
+    };
+    Ok(CompressedPage::new(page, uncompressed_size))
+}
+
+fn compress_body(body: &[u8], compressor: &mut Compressor) -> Result<Bytes> {
+    Ok(Bytes::copy_from_slice(
+        compressor.compress_to_scratch(body)?,
+    ))
+}
+
+/// The close result of a chunk whose pages were written as `specs`: the codec, the sizes, the
+/// page offsets and the offset index follow the new pages; the rest (statistics, encodings,
+/// column index, bloom filter) describes the values and stays.
+fn rewrite_close(
+    mut close: ColumnCloseResult,
+    specs: &[PageWriteSpec],
+    params: &CompressParams,
+) -> Result<ColumnCloseResult> {
+    let compressed: u64 = specs.iter().map(|s| s.compressed_size as u64).sum();
+    let uncompressed: u64 = specs.iter().map(|s| s.uncompressed_size as u64).sum();
+    let dictionary = specs
+        .iter()
+        .find(|s| s.page_type == PageType::DICTIONARY_PAGE)
+        .map(|s| s.offset as i64);
+    let data: Vec<&PageWriteSpec> = specs
+        .iter()
+        .filter(|s| s.page_type != PageType::DICTIONARY_PAGE)
+        .collect();
+    let first_data = data.first().map_or(0, |s| s.offset as i64);
+    close.metadata = close
+        .metadata
+        .into_builder()
+        .set_compression(PageCodec::zstd_in_file(params)?)
+        .set_total_compressed_size(compressed as i64)
+        .set_total_uncompressed_size(uncompressed as i64)
+        .set_data_page_offset(first_data)
+        .set_dictionary_page_offset(dictionary)
+        .build()?;
+    close.bytes_written = compressed;
+    if let Some(index) = close.offset_index.as_mut() {
+        if index.page_locations.len() != data.len() {
+            return Err(Error::Compress(format!(
+                "the offset index lists {} pages and the chunk has {}",
+                index.page_locations.len(),
+                data.len()
+            )));
+        }
+        for (location, spec) in index.page_locations.iter_mut().zip(&data) {
+            location.offset = spec.offset as i64;
+            location.compressed_page_size = spec.compressed_size as i32;
+        }
+    }
+    Ok(close)
+}
+
+/// A column chunk's blobs read as one byte sequence: a page's body is always a blob of its
+/// own, so reading it costs no copy.
+struct Blobs {
+    parts: Arc<[Bytes]>,
+    starts: Vec<u64>,
+    len: u64,
+}
+
+impl Blobs {
+    fn new(parts: Vec<Bytes>) -> Self {
+        let mut starts = Vec::with_capacity(parts.len());
+        let mut len = 0;
+        for p in &parts {
+            starts.push(len);
+            len += p.len() as u64;
+        }
+        Blobs {
+            parts: parts.into(),
+            starts,
+            len,
+        }
+    }
+
+    /// The part holding byte `at` and the offset into it (past the end: no part).
+    fn find(&self, at: u64) -> (usize, usize) {
+        let i = self.starts.partition_point(|&s| s <= at).saturating_sub(1);
+        (i, (at - self.starts.get(i).copied().unwrap_or(0)) as usize)
+    }
+}
+
+impl Length for Blobs {
+    fn len(&self) -> u64 {
+        self.len
+    }
+}
+
+impl ChunkReader for Blobs {
+    type T = BlobsRead;
+
+    fn get_read(&self, start: u64) -> ::parquet::errors::Result<BlobsRead> {
+        let (part, offset) = self.find(start);
+        Ok(BlobsRead {
+            parts: self.parts.clone(),
+            part,
+            offset,
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> ::parquet::errors::Result<Bytes> {
+        if start + length as u64 > self.len {
+            return Err(ParquetError::EOF(format!(
+                "{length} bytes at {start} pass the end of the chunk ({} bytes)",
+                self.len
+            )));
+        }
+        let (part, offset) = self.find(start);
+        if let Some(here) = self.parts.get(part) {
+            if offset + length <= here.len() {
+                return Ok(here.slice(offset..offset + length));
+            }
+        }
+        let mut out = vec![0u8; length];
+        self.get_read(start)?.read_exact(&mut out)?;
+        Ok(Bytes::from(out))
+    }
+}
+
+/// Reads the blobs from an offset on.
+struct BlobsRead {
+    parts: Arc<[Bytes]>,
+    part: usize,
+    offset: usize,
+}
+
+impl Read for BlobsRead {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        while let Some(here) = self.parts.get(self.part) {
+            if self.offset < here.len() {
+                let n = buf.len().min(here.len() - self.offset);
+                buf[..n].copy_from_slice(&here[self.offset..self.offset + n]);
+                self.offset += n;
+                return Ok(n);
+            }
+            self.part += 1;
+            self.offset = 0;
+        }
+        Ok(0)
+    }
+}

@@ -1,0 +1,155 @@
+//! Where a Parquet reader gets its bytes: memory (sliced, never copied), a file (read at an
+//! offset, so that threads reading different columns never share a file position), or anything
+//! that can read at an offset (a Python file object, through the bindings). A range past the
+//! end of the input is refused before anything is allocated for it.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::sync::Arc;
+
+use ::parquet::errors::ParquetError;
+use ::parquet::file::reader::{ChunkReader, Length};
+use arrow_buffer::Buffer;
+use bytes::Bytes;
+
+/// Input that can be read at any offset by several threads at once.
+pub trait ReadAt: Send + Sync {
+    fn size(&self) -> io::Result<u64>;
+    /// Fills `buf` from `offset`; fewer bytes only at the end of the input.
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+}
+
+impl ReadAt for File {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+
+    #[cfg(unix)]
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(self, buf, offset)
+    }
+
+    #[cfg(windows)]
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        std::os::windows::fs::FileExt::seek_read(self, buf, offset)
+    }
+}
+
+/// A Parquet input.
+#[derive(Clone)]
+pub enum ParquetSource {
+    Memory(Buffer),
+    At { input: Arc<dyn ReadAt>, len: u64 },
+}
+
+impl ParquetSource {
+    pub fn memory(data: Buffer) -> Self {
+        ParquetSource::Memory(data)
+    }
+
+    pub fn file(file: File) -> io::Result<Self> {
+        Self::read_at(Arc::new(file))
+    }
+
+    /// `input`, whose size is taken now (a file that changes size while it is read fails
+    /// cleanly at the bytes that are gone).
+    pub fn read_at(input: Arc<dyn ReadAt>) -> io::Result<Self> {
+        let len = input.size()?;
+        Ok(ParquetSource::At { input, len })
+    }
+
+    fn check_range(&self, start: u64, length: usize) -> ::parquet::errors::Result<()> {
+        let len = Length::len(self);
+        if start.checked_add(length as u64).is_none_or(|end| end > len) {
+            return Err(ParquetError::EOF(format!(
+                "{length} bytes at offset {start} pass the end of the input ({len} bytes)"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl Length for ParquetSource {
+    fn len(&self) -> u64 {
+        match self {
+            ParquetSource::Memory(b) => b.len() as u64,
+            ParquetSource::At { len, .. } => *len,
+        }
+    }
+}
+
+/// Lets a [`Bytes`] share an Arrow buffer's memory.
+struct Shared(Buffer);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        self.0.as_slice()
+    }
+}
+
+impl ChunkReader for ParquetSource {
+    type T = SourceRead;
+
+    fn get_read(&self, start: u64) -> ::parquet::errors::Result<SourceRead> {
+        Ok(SourceRead {
+            source: self.clone(),
+            pos: start,
+        })
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> ::parquet::errors::Result<Bytes> {
+        self.check_range(start, length)?;
+        match self {
+            ParquetSource::Memory(b) => Ok(Bytes::from_owner(Shared(
+                b.slice_with_length(start as usize, length),
+            ))),
+            ParquetSource::At { input, .. } => {
+                let mut buf = Vec::new();
+                buf.try_reserve_exact(length)
+                    .map_err(|e| ParquetError::General(format!("{length} bytes to read: {e}")))?;
+                buf.resize(length, 0);
+                let mut done = 0;
+                while done < length {
+                    match input.read_at(start + done as u64, &mut buf[done..])? {
+                        0 => {
+                            return Err(ParquetError::EOF(format!(
+                                "the input ended {} bytes into a {length}-byte range at {start}",
+                                done
+                            )))
+                        }
+                        n => done += n,
+                    }
+                }
+                Ok(Bytes::from(buf))
+            }
+        }
+    }
+}
+
+/// Reads a [`ParquetSource`] from an offset on.
+pub struct SourceRead {
+    source: ParquetSource,
+    pos: u64,
+}
+
+impl Read for SourceRead {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = match &self.source {
+            ParquetSource::Memory(b) => {
+                let at = (self.pos as usize).min(b.len());
+                let n = buf.len().min(b.len() - at);
+                buf[..n].copy_from_slice(&b[at..at + n]);
+                n
+            }
+            ParquetSource::At { input, len } => {
+                if self.pos >= *len {
+                    return Ok(0);
+                }
+                let room = buf.len().min((*len - self.pos) as usize);
+                input.read_at(self.pos, &mut buf[..room])?
+            }
+        };
+        self.pos += n as u64;
+        Ok(n)
+    }
+}

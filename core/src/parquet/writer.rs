@@ -1,0 +1,347 @@
+//! The Parquet writer: the parquet crate lays out the file, encodes each column and writes the
+//! footer; this writer buffers batches into row groups, encodes a row group's columns on the
+//! caller's threads, and sends zstd columns through the pooled compression stage (`repage`).
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use ::parquet::arrow::arrow_writer::{
+    compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory,
+};
+use ::parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter};
+use ::parquet::file::metadata::KeyValue;
+use ::parquet::file::writer::SerializedFileWriter;
+use ::parquet::schema::types::SchemaDescriptor;
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::{Schema, SchemaRef};
+
+use super::options::{PageCodec, WriteOptions};
+use super::repage::{repage, CaptureFactory, EncodedChunk};
+use crate::batch_schema::check_schema;
+use crate::context::{CompressParams, Compressor};
+use crate::error::{catch_panics, Error, Result};
+use crate::parallel::{for_each_parallel, resolve_threads};
+use crate::pool::{ContextPool, Lease};
+
+/// Writes Parquet to `W`. Batches are buffered until a row group is full (the caller's data,
+/// referenced, not copied) and each row group is encoded and written whole.
+pub struct ParquetWriter<W: Write + Send> {
+    file: Option<SerializedFileWriter<W>>,
+    factory: ArrowRowGroupWriterFactory,
+    capture: Arc<CaptureFactory>,
+    schema: SchemaRef,
+    /// Per top-level field, the codec of each of its leaf columns.
+    leaves: Vec<Vec<PageCodec>>,
+    options: WriteOptions,
+    pool: ContextPool,
+    pending: Vec<RecordBatch>,
+    pending_rows: usize,
+    rows_written: u64,
+    row_groups: usize,
+    /// Set when a failure left the file writer in a state it cannot write on from.
+    broken: Option<String>,
+}
+
+impl<W: Write + Send> ParquetWriter<W> {
+    /// Starts a file on `sink`: the magic bytes are written now. A type Parquet cannot hold,
+    /// or an option that names no column, fails here, naming the column.
+    pub fn try_new(
+        sink: W,
+        schema: SchemaRef,
+        options: WriteOptions,
+        pool: &ContextPool,
+    ) -> Result<Self> {
+        let parquet_schema = parquet_schema(&schema)?;
+        let mut props = options.properties(&parquet_schema)?;
+        add_encoded_arrow_schema_to_metadata(&schema, &mut props);
+        // The schema's own metadata (pandas' among it) also as the file's key-value pairs, as
+        // pyarrow writes it, unless the caller set the same key.
+        let mut extra: Vec<KeyValue> = Vec::new();
+        let mut keys: Vec<&String> = schema.metadata().keys().collect();
+        keys.sort();
+        for key in keys {
+            let taken = props
+                .key_value_metadata()
+                .is_some_and(|kv| kv.iter().any(|e| &e.key == key));
+            if !taken {
+                extra.push(KeyValue::new(key.clone(), schema.metadata()[key].clone()));
+            }
+        }
+        let leaves = leaf_codecs(&parquet_schema, &options);
+        let mut file =
+            SerializedFileWriter::new(sink, parquet_schema.root_schema_ptr(), Arc::new(props))?;
+        for kv in extra {
+            file.append_key_value_metadata(kv);
+        }
+        let capture = Arc::new(CaptureFactory::default());
+        let factory = ArrowRowGroupWriterFactory::new(&file, schema.clone())
+            .with_page_store_factory(capture.clone());
+        Ok(ParquetWriter {
+            file: Some(file),
+            factory,
+            capture,
+            schema,
+            leaves,
+            options,
+            pool: pool.clone(),
+            pending: Vec::new(),
+            pending_rows: 0,
+            rows_written: 0,
+            row_groups: 0,
+            broken: None,
+        })
+    }
+
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Rows written to the sink so far (buffered rows not counted).
+    pub fn rows_written(&self) -> u64 {
+        self.rows_written
+    }
+
+    /// Row groups written so far.
+    pub fn row_groups(&self) -> usize {
+        self.row_groups
+    }
+
+    /// Bytes handed to the sink so far.
+    pub fn bytes_written(&self) -> usize {
+        self.file.as_ref().map_or(0, |f| f.bytes_written())
+    }
+
+    fn check_open(&self) -> Result<()> {
+        if self.file.is_none() {
+            return Err(Error::Parquet("the writer is closed".into()));
+        }
+        if let Some(why) = &self.broken {
+            return Err(Error::Parquet(format!(
+                "the writer cannot continue after an earlier error ({why}); close it"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Adds `batch`; every full row group is encoded and written at once.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.check_open()?;
+        check_schema(&self.schema, batch.schema_ref()).map_err(Error::Parquet)?;
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        // The writer's schema, so that field metadata is the writer's.
+        let batch = RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec())?;
+        let mut rest = batch;
+        loop {
+            let room = self.options.row_group_size - self.pending_rows;
+            if rest.num_rows() < room {
+                self.pending_rows += rest.num_rows();
+                self.pending.push(rest);
+                return Ok(());
+            }
+            self.pending.push(rest.slice(0, room));
+            let taken = std::mem::take(&mut self.pending);
+            self.pending_rows = 0;
+            self.write_row_group(&taken)?;
+            if rest.num_rows() == room {
+                return Ok(());
+            }
+            rest = rest.slice(room, rest.num_rows() - room);
+        }
+    }
+
+    /// Writes the buffered rows as a row group now, however few.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_open()?;
+        if self.pending_rows == 0 {
+            return Ok(());
+        }
+        let taken = std::mem::take(&mut self.pending);
+        self.pending_rows = 0;
+        self.write_row_group(&taken)
+    }
+
+    /// Writes the buffered rows and the footer, and returns the sink.
+    pub fn finish(&mut self) -> Result<W> {
+        self.flush()?;
+        let file = self
+            .file
+            .take()
+            .ok_or_else(|| Error::Parquet("the writer is closed".into()))?;
+        Ok(file.into_inner()?)
+    }
+
+    /// Drops the file writer and the sink without writing more (a path sink removes its file).
+    pub fn abandon(&mut self) {
+        self.file = None;
+        self.pending.clear();
+        self.pending_rows = 0;
+    }
+
+    fn write_row_group(&mut self, batches: &[RecordBatch]) -> Result<()> {
+        let result = self.encode_row_group(batches);
+        if let Err(e) = &result {
+            self.broken = Some(e.to_string());
+        }
+        result
+    }
+
+    fn encode_row_group(&mut self, batches: &[RecordBatch]) -> Result<()> {
+        let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        let writers = self.factory.create_column_writers(self.row_groups)?;
+        let blobs = self.capture.take_created();
+        let mut leaves = writers.into_iter().zip(blobs);
+        let mut tasks = Vec::with_capacity(self.leaves.len());
+        for (field, codecs) in self.leaves.iter().enumerate() {
+            let mut columns = Vec::with_capacity(codecs.len());
+            for codec in codecs {
+                let (writer, blobs) = leaves.next().ok_or_else(|| {
+                    Error::Parquet("fewer column writers than leaf columns".into())
+                })?;
+                columns.push(Leaf {
+                    writer,
+                    blobs,
+                    codec: *codec,
+                });
+            }
+            let bytes = batches
+                .iter()
+                .map(|b| b.column(field).get_buffer_memory_size())
+                .sum();
+            tasks.push(FieldTask {
+                field,
+                bytes,
+                leaves: Mutex::new(columns),
+            });
+        }
+        let total: usize = tasks.iter().map(|t| t.bytes).sum();
+        let threads = resolve_threads(self.options.threads, total, tasks.len())?;
+        let schema = &self.schema;
+        let encoded = for_each_parallel(
+            &tasks,
+            threads,
+            None,
+            |t| t.bytes,
+            || Ok(Leases::default()),
+            |leases, _, task| {
+                let name = schema.field(task.field).name();
+                catch_panics(&format!("encoding column '{name}'"), || {
+                    encode_field(task, schema, batches, leases, &self.pool)
+                })
+                .map_err(|e| e.at(format_args!("column '{name}'")))
+            },
+        )?;
+        let file = self
+            .file
+            .as_mut()
+            .ok_or_else(|| Error::Parquet("the writer is closed".into()))?;
+        let mut group = file.next_row_group()?;
+        for chunk in encoded.into_iter().flatten() {
+            match chunk {
+                EncodedChunk::Repaged { bytes, close } => group.append_column(&bytes, close)?,
+                EncodedChunk::Native(chunk) => chunk.append_to_row_group(&mut group)?,
+            }
+        }
+        group.close()?;
+        self.row_groups += 1;
+        self.rows_written += rows as u64;
+        Ok(())
+    }
+}
+
+/// One top-level field of a row group: its leaf columns' writers, taken by one thread.
+struct FieldTask {
+    field: usize,
+    bytes: usize,
+    leaves: Mutex<Vec<Leaf>>,
+}
+
+struct Leaf {
+    writer: ArrowColumnWriter,
+    blobs: Arc<Mutex<Vec<bytes::Bytes>>>,
+    codec: PageCodec,
+}
+
+/// Encodes one field of every batch and compresses its zstd leaves.
+fn encode_field(
+    task: &FieldTask,
+    schema: &Schema,
+    batches: &[RecordBatch],
+    leases: &mut Leases,
+    pool: &ContextPool,
+) -> Result<Vec<EncodedChunk>> {
+    let mut leaves = std::mem::take(&mut *task.leaves.lock().unwrap_or_else(|p| p.into_inner()));
+    let field = schema.field(task.field);
+    for batch in batches {
+        let computed = compute_leaves(field, batch.column(task.field))?;
+        for (leaf, column) in computed.iter().zip(leaves.iter_mut()) {
+            column.writer.write(leaf)?;
+        }
+    }
+    let mut out = Vec::with_capacity(leaves.len());
+    for leaf in leaves {
+        let chunk = leaf.writer.close()?;
+        out.push(match leaf.codec {
+            PageCodec::Zstd(params) => {
+                repage(chunk, &leaf.blobs, &params, leases.get(pool, params)?)?
+            }
+            _ => EncodedChunk::Native(chunk),
+        });
+    }
+    Ok(out)
+}
+
+/// The compressors one thread holds while it encodes, one per parameter set it met.
+#[derive(Default)]
+struct Leases {
+    held: Vec<Lease<Compressor>>,
+}
+
+impl Leases {
+    fn get(&mut self, pool: &ContextPool, params: CompressParams) -> Result<&mut Compressor> {
+        let at = match self.held.iter().position(|l| l.params() == params) {
+            Some(at) => at,
+            None => {
+                self.held.push(pool.compressor(params)?);
+                self.held.len() - 1
+            }
+        };
+        Ok(&mut self.held[at])
+    }
+}
+
+/// The Parquet schema of `schema`, or an error naming the first column Parquet cannot hold.
+fn parquet_schema(schema: &Schema) -> Result<SchemaDescriptor> {
+    let convert = |s: &Schema| {
+        catch_panics("converting the schema", || {
+            Ok(ArrowSchemaConverter::new().convert(s)?)
+        })
+    };
+    match convert(schema) {
+        Ok(s) => Ok(s),
+        Err(whole) => {
+            for field in schema.fields() {
+                let one = Schema::new(vec![field.clone()]);
+                if let Err(e) = convert(&one) {
+                    return Err(Error::Parquet(format!(
+                        "column '{}' ({}) cannot be written to Parquet: {e}",
+                        field.name(),
+                        field.data_type()
+                    )));
+                }
+            }
+            Err(whole)
+        }
+    }
+}
+
+/// Per top-level field, the codec of each of its leaf columns.
+fn leaf_codecs(schema: &SchemaDescriptor, options: &WriteOptions) -> Vec<Vec<PageCodec>> {
+    let roots = schema.root_schema().get_fields().len();
+    let mut out = vec![Vec::new(); roots];
+    for (i, column) in schema.columns().iter().enumerate() {
+        out[schema.get_column_root_idx(i)].push(options.compression.get(column.path()));
+    }
+    out
+}
