@@ -1,27 +1,25 @@
 //! `zstdpool.ipc` readers: `open_stream`, `open_file`, `read_stream`, `read_file`.
 
 use std::collections::HashMap;
-use std::ffi::CStr;
 
-use arrow_array::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::{RecordBatch, RecordBatchReader};
-use arrow_schema::{ArrowError, SchemaRef};
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 
 use crate::errors::{IntoPyErr as _, OrRaise as _};
 use pyo3::types::{PyCapsule, PyDict, PyList};
-use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
+use pyo3_arrow::PySchema;
 
 use crate::errors;
+use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
 use crate::held::Held;
-use crate::io::{unwrap_py_error, InputSource};
+use crate::io::unwrap_py_error;
 use crate::pool::{pool_or_default, PyContextPool};
+use crate::source::InputSource;
 use zstdpool_core::error::{Error, Result};
 use zstdpool_core::ipc::inspect::inspect;
 use zstdpool_core::ipc::{FileReader, IpcFormat, ReadLimits, StreamReader};
 use zstdpool_core::params;
-
-const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
 
 fn limits(max_buffer_size: Option<i64>, max_batch_size: Option<i64>) -> PyResult<ReadLimits> {
     let d = ReadLimits::default();
@@ -37,36 +35,12 @@ fn limits(max_buffer_size: Option<i64>, max_batch_size: Option<i64>) -> PyResult
     })
 }
 
-fn batch_to_py<'py>(py: Python<'py>, batch: RecordBatch) -> PyResult<Bound<'py, PyAny>> {
-    PyRecordBatch::new(batch).into_pyarrow(py)
-}
-
-fn table_to_py<'py>(
-    py: Python<'py>,
-    batches: Vec<RecordBatch>,
-    schema: SchemaRef,
-) -> PyResult<Bound<'py, PyAny>> {
-    PyTable::try_new(batches, schema)?.into_pyarrow(py)
-}
-
-/// The rest of a stream reader as an Arrow RecordBatchReader (for `__arrow_c_stream__`).
-struct Remaining {
-    reader: StreamReader<InputSource>,
-}
-
-impl Iterator for Remaining {
-    type Item = std::result::Result<RecordBatch, ArrowError>;
-    fn next(&mut self) -> Option<Self::Item> {
-        self.reader
-            .next_batch()
-            .map_err(|e| ArrowError::ExternalError(Box::new(e)))
-            .transpose()
-    }
-}
-
-impl RecordBatchReader for Remaining {
+impl NextBatch for StreamReader<InputSource> {
     fn schema(&self) -> SchemaRef {
-        self.reader.schema()
+        StreamReader::schema(self)
+    }
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        StreamReader::next_batch(self)
     }
 }
 
@@ -144,8 +118,7 @@ impl PyIpcStreamReader {
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema; // the stream is exported with its own schema
         let reader = self.reader.take()?.retire();
-        let stream = FFI_ArrowArrayStream::new(Box::new(Remaining { reader }));
-        PyCapsule::new_with_value(py, stream, STREAM_CAPSULE)
+        stream_capsule(py, reader)
     }
 
     /// Gives the decompression context back. Idempotent.

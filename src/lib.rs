@@ -6,12 +6,17 @@ mod buffer;
 mod bytes_output;
 mod codec;
 mod errors;
+mod export;
 mod held;
 mod input;
 mod io;
 mod ipc_reader;
 mod ipc_writer;
+mod parquet_reader;
+mod parquet_writer;
 mod pool;
+mod sink;
+mod source;
 
 use pyo3::prelude::*;
 
@@ -59,6 +64,12 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ipc_reader::read_file, m)?)?;
     m.add_function(wrap_pyfunction!(ipc_reader::inspect_ipc, m)?)?;
     m.add_function(wrap_pyfunction!(io::remove_stale_temp_files, m)?)?;
+    m.add_class::<parquet_writer::PyParquetWriter>()?;
+    m.add_function(wrap_pyfunction!(parquet_writer::write_table, m)?)?;
+    m.add_class::<parquet_reader::PyParquetFile>()?;
+    m.add_class::<parquet_reader::PyParquetBatches>()?;
+    m.add_function(wrap_pyfunction!(parquet_reader::read_table, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet_reader::read_schema, m)?)?;
     Ok(())
 }
 

@@ -7,7 +7,7 @@ writer and IPC reader borrows one and gives it back.
 
 from __future__ import annotations
 
-from zstdpool import errors, ipc
+from zstdpool import errors, ipc, parquet
 from zstdpool._zstdpool import (
     DEFAULT_LEVEL,
     DEFAULT_MAX_OUTPUT_SIZE,
@@ -39,6 +39,7 @@ from zstdpool.errors import (
     IpcError,
     OutputLimitError,
     ParameterError,
+    ParquetError,
     ZstdError,
 )
 
@@ -58,6 +59,7 @@ __all__ = [
     "IpcError",
     "OutputLimitError",
     "ParameterError",
+    "ParquetError",
     "ZstdError",
     "__version__",
     "compress",
@@ -71,6 +73,7 @@ __all__ = [
     "errors",
     "ipc",
     "memory_stats",
+    "parquet",
     "pool_stats",
     "remove_stale_temp_files",
     "reset_peak_memory",

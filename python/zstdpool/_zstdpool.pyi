@@ -27,6 +27,9 @@ __all__ = [
     "IpcFileReader",
     "IpcStreamReader",
     "IpcWriter",
+    "ParquetWriter",
+    "ParquetFile",
+    "ParquetBatches",
     "__version__",
     "_resolve_threads",
     "compress",
@@ -46,10 +49,13 @@ __all__ = [
     "pool_stats",
     "read_file",
     "read_stream",
+    "read_table",
+    "read_schema",
     "remove_stale_temp_files",
     "reset_peak_memory",
     "write_file",
     "write_stream",
+    "write_table",
 ]
 
 __version__: str
@@ -173,6 +179,46 @@ class IpcInspection(TypedDict):
     codecs: list[Literal["lz4", "none", "unknown", "zstd"]]
     body_bytes: int
     columns: list[ColumnBytes]
+
+#: A Parquet column codec: zstd (with pooled contexts), "lz4" (LZ4_RAW), snappy, gzip, brotli,
+#: or None / "none" / "uncompressed". Case-insensitive.
+_ParquetCodec = (
+    Literal["zstd", "lz4", "lz4_raw", "snappy", "gzip", "brotli", "none", "uncompressed"] | None
+)
+
+@type_check_only
+class ParquetColumnChunk(TypedDict):
+    """One column chunk of ``ParquetRowGroup["columns"]``."""
+
+    path_in_schema: str
+    physical_type: str
+    #: pyarrow's spelling: "ZSTD", "SNAPPY", "LZ4_RAW", "UNCOMPRESSED"...
+    compression: str
+    encodings: list[str]
+    num_values: int
+    total_compressed_size: int
+    total_uncompressed_size: int
+    has_dictionary_page: bool
+
+@type_check_only
+class ParquetRowGroup(TypedDict):
+    """One row group of ``ParquetMetadata["row_groups"]``."""
+
+    num_rows: int
+    total_byte_size: int
+    columns: list[ParquetColumnChunk]
+
+@type_check_only
+class ParquetMetadata(TypedDict):
+    """What ``ParquetFile.metadata`` returns: the footer's contents."""
+
+    num_rows: int
+    num_row_groups: int
+    num_columns: int
+    created_by: str | None
+    format_version: int
+    key_value_metadata: dict[bytes, bytes | None]
+    row_groups: list[ParquetRowGroup]
 
 @final
 class ContextPool:
@@ -444,3 +490,117 @@ def inspect_ipc(source: _Source) -> IpcInspection: ...
 def remove_stale_temp_files(
     path: str | os.PathLike[str], *, min_age: float = 3600.0, recursive: bool = True
 ) -> list[str]: ...
+
+@final
+class ParquetWriter:
+    def __new__(
+        cls,
+        where: _Sink,
+        schema: pa.Schema | ArrowSchemaExportable,
+        *,
+        compression: _ParquetCodec | dict[str, _ParquetCodec] = "zstd",
+        compression_level: int | dict[str, int] | None = None,
+        row_group_size: int | None = None,
+        use_dictionary: bool | list[str] = True,
+        write_statistics: bool | list[str] = True,
+        data_page_size: int | None = None,
+        data_page_version: Literal["1.0", "2.0"] = "1.0",
+        threads: int | None = None,
+        fsync: bool = False,
+        pool: ContextPool | None = None,
+    ) -> ParquetWriter: ...
+    def write(self, data: _ArrowData) -> None: ...
+    def write_table(self, table: _ArrowData, row_group_size: int | None = None) -> None: ...
+    def write_batch(self, batch: _ArrowData, row_group_size: int | None = None) -> None: ...
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+    def abort(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def schema(self) -> pa.Schema: ...
+    @property
+    def num_rows(self) -> int: ...
+    @property
+    def num_row_groups(self) -> int: ...
+    @property
+    def bytes_written(self) -> int: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        _exc_value: BaseException | None,
+        _traceback: TracebackType | None,
+    ) -> bool: ...
+
+def write_table(
+    data: _ArrowData,
+    where: _Sink | None = None,
+    *,
+    compression: _ParquetCodec | dict[str, _ParquetCodec] = "zstd",
+    compression_level: int | dict[str, int] | None = None,
+    row_group_size: int | None = None,
+    use_dictionary: bool | list[str] = True,
+    write_statistics: bool | list[str] = True,
+    data_page_size: int | None = None,
+    data_page_version: Literal["1.0", "2.0"] = "1.0",
+    threads: int | None = None,
+    fsync: bool = False,
+    pool: ContextPool | None = None,
+) -> bytes | None: ...
+
+@final
+class ParquetFile:
+    def __new__(
+        cls,
+        source: _Source,
+        *,
+        max_page_size: int | None = None,
+        use_threads: bool = True,
+        threads: int | None = None,
+        pool: ContextPool | None = None,
+    ) -> ParquetFile: ...
+    @property
+    def schema_arrow(self) -> pa.Schema: ...
+    @property
+    def schema(self) -> pa.Schema: ...
+    @property
+    def num_row_groups(self) -> int: ...
+    @property
+    def metadata(self) -> ParquetMetadata: ...
+    def read(self, columns: list[str] | None = None, use_threads: bool = True) -> pa.Table: ...
+    def read_row_group(self, i: int, columns: list[str] | None = None) -> pa.Table: ...
+    def read_row_groups(
+        self, row_groups: list[int], columns: list[str] | None = None
+    ) -> pa.Table: ...
+    def iter_batches(
+        self,
+        batch_size: int = 65536,
+        row_groups: list[int] | None = None,
+        columns: list[str] | None = None,
+    ) -> ParquetBatches: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *_exc: object) -> bool: ...
+
+@final
+class ParquetBatches:
+    @property
+    def schema(self) -> pa.Schema: ...
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> pa.RecordBatch: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> CapsuleType: ...
+
+def read_table(
+    source: _Source,
+    *,
+    columns: list[str] | None = None,
+    row_groups: list[int] | None = None,
+    use_threads: bool = True,
+    threads: int | None = None,
+    max_page_size: int | None = None,
+    pool: ContextPool | None = None,
+) -> pa.Table: ...
+def read_schema(source: _Source) -> pa.Schema: ...

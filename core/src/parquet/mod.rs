@@ -19,7 +19,7 @@ pub use options::{
     PageCodec, PageVersion, PerColumn, WriteOptions, DEFAULT_ROW_GROUP_SIZE, DEFAULT_ZSTD_LEVEL,
 };
 pub use pages::ParquetLimits;
-pub use reader::{Batches, ParquetFile, Projection};
+pub use reader::{Batches, ColumnSummary, FileSummary, ParquetFile, Projection, RowGroupSummary};
 pub use source::{ParquetSource, ReadAt};
 pub use writer::ParquetWriter;
 

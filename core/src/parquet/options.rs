@@ -207,6 +207,7 @@ impl WriteOptions {
                 PageVersion::V2 => WriterVersion::PARQUET_2_0,
             })
             .set_max_row_group_row_count(Some(self.row_group_size))
+            .set_coerce_types(true)
             .set_compression(self.compression.default.for_encoder()?)
             .set_dictionary_enabled(self.dictionary.default)
             .set_statistics_enabled(statistics(self.statistics.default));

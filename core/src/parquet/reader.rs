@@ -34,6 +34,52 @@ pub struct ParquetFile {
     threads: Option<usize>,
 }
 
+/// A Parquet footer's contents, as pyarrow's `FileMetaData` names them.
+#[derive(Clone, Debug)]
+pub struct FileSummary {
+    pub num_rows: i64,
+    pub num_columns: usize,
+    pub created_by: Option<String>,
+    pub format_version: i32,
+    pub key_value_metadata: Vec<(String, Option<String>)>,
+    pub row_groups: Vec<RowGroupSummary>,
+}
+
+#[derive(Clone, Debug)]
+pub struct RowGroupSummary {
+    pub num_rows: i64,
+    pub total_byte_size: i64,
+    pub columns: Vec<ColumnSummary>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ColumnSummary {
+    pub path_in_schema: String,
+    pub physical_type: String,
+    /// pyarrow's spelling: "ZSTD", "SNAPPY", "UNCOMPRESSED"...
+    pub compression: &'static str,
+    pub encodings: Vec<String>,
+    pub num_values: i64,
+    pub total_compressed_size: i64,
+    pub total_uncompressed_size: i64,
+    pub has_dictionary_page: bool,
+}
+
+/// pyarrow's spelling of a codec.
+fn codec_name(c: &::parquet::basic::Compression) -> &'static str {
+    use ::parquet::basic::Compression as C;
+    match c {
+        C::UNCOMPRESSED => "UNCOMPRESSED",
+        C::SNAPPY => "SNAPPY",
+        C::GZIP(_) => "GZIP",
+        C::LZO => "LZO",
+        C::BROTLI(_) => "BROTLI",
+        C::LZ4 => "LZ4",
+        C::ZSTD(_) => "ZSTD",
+        C::LZ4_RAW => "LZ4_RAW",
+    }
+}
+
 /// The columns a read returns, in the order asked for: each top-level column with the leaves
 /// of it that were asked for.
 #[derive(Clone, Debug)]
@@ -123,6 +169,46 @@ impl ParquetFile {
 
     pub fn metadata(&self) -> &Arc<ParquetMetaData> {
         &self.metadata
+    }
+
+    /// What the footer says, in plain values.
+    pub fn summary(&self) -> FileSummary {
+        let meta = &self.metadata;
+        let fm = meta.file_metadata();
+        FileSummary {
+            num_rows: fm.num_rows(),
+            num_columns: fm.schema_descr().num_columns(),
+            created_by: fm.created_by().map(str::to_string),
+            format_version: fm.version(),
+            key_value_metadata: fm
+                .key_value_metadata()
+                .into_iter()
+                .flatten()
+                .map(|e| (e.key.clone(), e.value.clone()))
+                .collect(),
+            row_groups: meta
+                .row_groups()
+                .iter()
+                .map(|g| RowGroupSummary {
+                    num_rows: g.num_rows(),
+                    total_byte_size: g.total_byte_size(),
+                    columns: g
+                        .columns()
+                        .iter()
+                        .map(|c| ColumnSummary {
+                            path_in_schema: c.column_path().string(),
+                            physical_type: c.column_type().to_string(),
+                            compression: codec_name(&c.compression()),
+                            encodings: c.encodings().map(|e| e.to_string()).collect(),
+                            num_values: c.num_values(),
+                            total_compressed_size: c.compressed_size(),
+                            total_uncompressed_size: c.uncompressed_size(),
+                            has_dictionary_page: c.dictionary_page_offset().is_some(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
     }
 
     pub fn num_row_groups(&self) -> usize {
@@ -246,11 +332,13 @@ impl ParquetFile {
     }
 
     /// Every row group asked for (all by default), one batch each, with the projection's
-    /// columns decoded in parallel for a large read, each batch validated in full.
+    /// columns decoded in parallel for a large read (on `threads`, else the file's own
+    /// setting), each batch validated in full.
     pub fn read(
         &self,
         projection: &Projection,
         row_groups: Option<&[usize]>,
+        threads: Option<usize>,
     ) -> Result<Vec<RecordBatch>> {
         let groups = self.check_row_groups(row_groups)?;
         let levels: Vec<FieldLevels> = projection
@@ -271,7 +359,7 @@ impl ParquetFile {
                 .sum()
         };
         let total: usize = tasks.iter().map(weight).sum();
-        let threads = resolve_threads(self.threads, total, tasks.len())?;
+        let threads = resolve_threads(threads.or(self.threads), total, tasks.len())?;
         let columns = for_each_parallel(
             &tasks,
             threads,

@@ -163,7 +163,7 @@ fn open(bytes: Vec<u8>, pool: &ContextPool) -> Result<ParquetFile, crate::Error>
 
 fn read_all(file: &ParquetFile, columns: Option<&[String]>) -> Result<RecordBatch, crate::Error> {
     let projection = file.projection(columns)?;
-    let batches = file.read(&projection, None)?;
+    let batches = file.read(&projection, None, None)?;
     Ok(arrow_select::concat::concat_batches(projection.schema(), &batches).unwrap())
 }
 
@@ -236,7 +236,7 @@ fn projections_name_their_columns_and_row_groups_are_checked() {
     assert!(err.contains("\"nope\"") && err.contains("a, s"), "{err}");
     let p = file.projection(None).unwrap();
     assert!(file
-        .read(&p, Some(&[1]))
+        .read(&p, Some(&[1]), None)
         .unwrap_err()
         .to_string()
         .contains("out of range"));

@@ -13,7 +13,7 @@ use ::parquet::file::metadata::KeyValue;
 use ::parquet::file::writer::SerializedFileWriter;
 use ::parquet::schema::types::SchemaDescriptor;
 use arrow_array::{Array, RecordBatch};
-use arrow_schema::{Schema, SchemaRef};
+use arrow_schema::{DataType, FieldRef, Schema, SchemaRef, TimeUnit};
 
 use super::options::{PageCodec, WriteOptions};
 use super::repage::{repage, CaptureFactory, EncodedChunk};
@@ -29,7 +29,10 @@ pub struct ParquetWriter<W: Write + Send> {
     file: Option<SerializedFileWriter<W>>,
     factory: ArrowRowGroupWriterFactory,
     capture: Arc<CaptureFactory>,
+    /// The schema batches must have.
     schema: SchemaRef,
+    /// What is stored: `schema` with the types Parquet has no unit for coerced (see `coerce`).
+    stored: SchemaRef,
     /// Per top-level field, the codec of each of its leaf columns.
     leaves: Vec<Vec<PageCodec>>,
     options: WriteOptions,
@@ -51,9 +54,17 @@ impl<W: Write + Send> ParquetWriter<W> {
         options: WriteOptions,
         pool: &ContextPool,
     ) -> Result<Self> {
-        let parquet_schema = parquet_schema(&schema)?;
+        let stored = Arc::new(Schema::new_with_metadata(
+            schema
+                .fields()
+                .iter()
+                .map(|f| Arc::new(f.as_ref().clone().with_data_type(coerce(f.data_type()))))
+                .collect::<Vec<_>>(),
+            schema.metadata().clone(),
+        ));
+        let parquet_schema = parquet_schema(&stored)?;
         let mut props = options.properties(&parquet_schema)?;
-        add_encoded_arrow_schema_to_metadata(&schema, &mut props);
+        add_encoded_arrow_schema_to_metadata(&stored, &mut props);
         // The schema's own metadata (pandas' among it) also as the file's key-value pairs, as
         // pyarrow writes it, unless the caller set the same key.
         let mut extra: Vec<KeyValue> = Vec::new();
@@ -74,13 +85,14 @@ impl<W: Write + Send> ParquetWriter<W> {
             file.append_key_value_metadata(kv);
         }
         let capture = Arc::new(CaptureFactory::default());
-        let factory = ArrowRowGroupWriterFactory::new(&file, schema.clone())
+        let factory = ArrowRowGroupWriterFactory::new(&file, stored.clone())
             .with_page_store_factory(capture.clone());
         Ok(ParquetWriter {
             file: Some(file),
             factory,
             capture,
             schema,
+            stored,
             leaves,
             options,
             pool: pool.clone(),
@@ -104,6 +116,17 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// Row groups written so far.
     pub fn row_groups(&self) -> usize {
         self.row_groups
+    }
+
+    /// The rows a row group is filled with before it is written.
+    pub fn row_group_size(&self) -> usize {
+        self.options.row_group_size
+    }
+
+    /// Changes the rows a row group is filled with (at least 1); buffered rows beyond it are
+    /// written at the next write or flush.
+    pub fn set_row_group_size(&mut self, rows: usize) {
+        self.options.row_group_size = rows.max(1);
     }
 
     /// Bytes handed to the sink so far.
@@ -130,8 +153,26 @@ impl<W: Write + Send> ParquetWriter<W> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        // The writer's schema, so that field metadata is the writer's.
-        let batch = RecordBatch::try_new(self.schema.clone(), batch.columns().to_vec())?;
+        // The stored schema, so that field metadata is the writer's and coerced types cast.
+        let columns = batch
+            .columns()
+            .iter()
+            .zip(self.stored.fields())
+            .map(|(column, field)| {
+                if column.data_type() == field.data_type() {
+                    return Ok(column.clone());
+                }
+                arrow_cast::cast(column, field.data_type()).map_err(|e| {
+                    Error::Parquet(format!(
+                        "column '{}': {} cannot be stored as {}: {e}",
+                        field.name(),
+                        column.data_type(),
+                        field.data_type()
+                    ))
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let batch = RecordBatch::try_new(self.stored.clone(), columns)?;
         let mut rest = batch;
         loop {
             let room = self.options.row_group_size - self.pending_rows;
@@ -217,7 +258,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         }
         let total: usize = tasks.iter().map(|t| t.bytes).sum();
         let threads = resolve_threads(self.options.threads, total, tasks.len())?;
-        let schema = &self.schema;
+        let schema = &self.stored;
         let encoded = for_each_parallel(
             &tasks,
             threads,
@@ -315,7 +356,9 @@ impl Leases {
 fn parquet_schema(schema: &Schema) -> Result<SchemaDescriptor> {
     let convert = |s: &Schema| {
         catch_panics("converting the schema", || {
-            Ok(ArrowSchemaConverter::new().convert(s)?)
+            Ok(ArrowSchemaConverter::new()
+                .with_coerce_types(true)
+                .convert(s)?)
         })
     };
     match convert(schema) {
@@ -333,6 +376,27 @@ fn parquet_schema(schema: &Schema) -> Result<SchemaDescriptor> {
             }
             Err(whole)
         }
+    }
+}
+
+/// `dt` as stored: Parquet has no seconds unit for timestamps or times, so they are stored in
+/// milliseconds, as pyarrow stores them (readers then see milliseconds, as after pyarrow).
+fn coerce(dt: &DataType) -> DataType {
+    let field = |f: &FieldRef| Arc::new(f.as_ref().clone().with_data_type(coerce(f.data_type())));
+    match dt {
+        DataType::Timestamp(TimeUnit::Second, tz) => {
+            DataType::Timestamp(TimeUnit::Millisecond, tz.clone())
+        }
+        DataType::Time32(TimeUnit::Second) => DataType::Time32(TimeUnit::Millisecond),
+        DataType::List(f) => DataType::List(field(f)),
+        DataType::LargeList(f) => DataType::LargeList(field(f)),
+        DataType::ListView(f) => DataType::ListView(field(f)),
+        DataType::LargeListView(f) => DataType::LargeListView(field(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
+        DataType::Map(f, sorted) => DataType::Map(field(f), *sorted),
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect()),
+        DataType::Dictionary(k, v) => DataType::Dictionary(k.clone(), Box::new(coerce(v))),
+        other => other.clone(),
     }
 }
 

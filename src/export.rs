@@ -1,0 +1,61 @@
+//! What readers hand to Python: pyarrow batches and tables through the C data interface (no
+//! copies), and the rest of a reader as an Arrow C stream for `__arrow_c_stream__`.
+
+use std::ffi::CStr;
+
+use arrow_array::ffi_stream::FFI_ArrowArrayStream;
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, SchemaRef};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use pyo3_arrow::{PyRecordBatch, PyTable};
+
+use zstdpool_core::error::Result;
+
+const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
+
+pub fn batch_to_py<'py>(py: Python<'py>, batch: RecordBatch) -> PyResult<Bound<'py, PyAny>> {
+    PyRecordBatch::new(batch).into_pyarrow(py)
+}
+
+pub fn table_to_py<'py>(
+    py: Python<'py>,
+    batches: Vec<RecordBatch>,
+    schema: SchemaRef,
+) -> PyResult<Bound<'py, PyAny>> {
+    PyTable::try_new(batches, schema)?.into_pyarrow(py)
+}
+
+/// A source of batches that a reader can hand over whole.
+pub trait NextBatch: Send + 'static {
+    fn schema(&self) -> SchemaRef;
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>>;
+}
+
+/// The rest of a reader as an Arrow C stream capsule: its consumer (pyarrow, polars, duckdb)
+/// pulls batches itself, without copies. Errors reach it with their message.
+pub fn stream_capsule<'py>(
+    py: Python<'py>,
+    reader: impl NextBatch,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    let stream = FFI_ArrowArrayStream::new(Box::new(Remaining(reader)));
+    PyCapsule::new_with_value(py, stream, STREAM_CAPSULE)
+}
+
+struct Remaining<R>(R);
+
+impl<R: NextBatch> Iterator for Remaining<R> {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        self.0
+            .next_batch()
+            .map_err(|e| ArrowError::ExternalError(Box::new(e)))
+            .transpose()
+    }
+}
+
+impl<R: NextBatch> RecordBatchReader for Remaining<R> {
+    fn schema(&self) -> SchemaRef {
+        self.0.schema()
+    }
+}

@@ -1,0 +1,355 @@
+//! `zstdpool.parquet` readers: `read_table`, `read_schema`, `ParquetFile` and its batches.
+
+use std::sync::{Arc, RwLock};
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
+use pyo3_arrow::PySchema;
+
+use crate::errors;
+use crate::errors::OrRaise as _;
+use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
+use crate::held::Held;
+use crate::io::unwrap_py_error;
+use crate::pool::{pool_or_default, PyContextPool};
+use crate::source::parquet_source;
+use zstdpool_core::error::Result;
+use zstdpool_core::params;
+use zstdpool_core::parquet::{Batches, ParquetFile, ParquetLimits};
+
+fn limits(max_page_size: Option<i64>) -> PyResult<ParquetLimits> {
+    let mut limits = ParquetLimits::default();
+    if let Some(n) = max_page_size {
+        limits.max_page_size = params::size("max_page_size", n).or_raise()?;
+    }
+    Ok(limits)
+}
+
+/// `threads`, or `use_threads=False` for one thread, as pyarrow spells it.
+fn threads(threads: Option<i64>, use_threads: bool) -> PyResult<Option<usize>> {
+    match (params::threads(threads).or_raise()?, use_threads) {
+        (Some(n), _) => Ok(Some(n)),
+        (None, true) => Ok(None),
+        (None, false) => Ok(Some(1)),
+    }
+}
+
+fn open(
+    py: Python<'_>,
+    source: &Bound<'_, PyAny>,
+    max_page_size: Option<i64>,
+    threads: Option<usize>,
+    pool: Option<&Bound<'_, PyContextPool>>,
+) -> PyResult<ParquetFile> {
+    let source = parquet_source(source)?;
+    let limits = limits(max_page_size)?;
+    let pool = pool_or_default(pool);
+    py.detach(|| ParquetFile::open(source, limits, pool, threads))
+        .map_err(unwrap_py_error)
+}
+
+/// Reads `columns` (all by default) of `row_groups` (all by default) into one pyarrow Table.
+fn read<'py>(
+    py: Python<'py>,
+    file: &ParquetFile,
+    columns: Option<Vec<String>>,
+    row_groups: Option<Vec<usize>>,
+    threads: Option<usize>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let projection = file.projection(columns.as_deref()).or_raise()?;
+    let batches = py
+        .detach(|| file.read(&projection, row_groups.as_deref(), threads))
+        .map_err(unwrap_py_error)?;
+    table_to_py(py, batches, projection.schema().clone())
+}
+
+/// A Parquet file opened for reading: its schema and footer are read at open, its row groups
+/// and columns on request, zstd pages decompressed with pooled contexts. Reads take no lock:
+/// several threads may read one file at once. `source` is bytes-like (read without copying),
+/// a path, or a seekable binary file object; `max_page_size` bounds what one page may declare
+/// uncompressed (default 2 GiB), checked before anything is allocated.
+#[pyclass(frozen, name = "ParquetFile", module = "zstdpool.parquet")]
+pub struct PyParquetFile {
+    file: RwLock<Option<Arc<ParquetFile>>>,
+    schema: SchemaRef,
+}
+
+impl PyParquetFile {
+    fn file(&self) -> PyResult<Arc<ParquetFile>> {
+        self.file
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+            .ok_or_else(|| errors::closed("Parquet file"))
+    }
+}
+
+#[pymethods]
+impl PyParquetFile {
+    #[new]
+    #[pyo3(signature = (source, *, max_page_size=None, use_threads=true, threads=None, pool=None))]
+    fn new(
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        max_page_size: Option<i64>,
+        use_threads: bool,
+        threads: Option<i64>,
+        pool: Option<&Bound<'_, PyContextPool>>,
+    ) -> PyResult<Self> {
+        let threads = self::threads(threads, use_threads)?;
+        let file = open(py, source, max_page_size, threads, pool)?;
+        Ok(PyParquetFile {
+            schema: file.schema().clone(),
+            file: RwLock::new(Some(Arc::new(file))),
+        })
+    }
+
+    /// The file's Arrow schema as a pyarrow Schema (restored from `ARROW:schema` where the
+    /// file has one, as pyarrow does), with its metadata.
+    #[getter]
+    fn schema_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PySchema::new(self.schema.clone()).into_pyarrow(py)
+    }
+
+    /// The same as `schema_arrow` (zstdpool has no separate Parquet schema object).
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.schema_arrow(py)
+    }
+
+    /// The number of row groups.
+    #[getter]
+    fn num_row_groups(&self) -> PyResult<usize> {
+        Ok(self.file()?.num_row_groups())
+    }
+
+    /// What the footer says, as a dict: num_rows, num_row_groups, num_columns, created_by,
+    /// format_version, key_value_metadata, and per row group its num_rows, total_byte_size
+    /// and columns (path_in_schema, physical_type, compression, encodings, num_values,
+    /// total_compressed_size, total_uncompressed_size, has_dictionary_page).
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        metadata_dict(py, &*self.file()?)
+    }
+
+    /// Reads `columns` (top-level names or dotted paths into nested columns; all by default)
+    /// into one pyarrow Table.
+    #[pyo3(signature = (columns=None, use_threads=true))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        columns: Option<Vec<String>>,
+        use_threads: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        // Without use_threads, one thread; with it, what the file was opened with.
+        read(
+            py,
+            &*self.file()?,
+            columns,
+            None,
+            (!use_threads).then_some(1),
+        )
+    }
+
+    /// Reads row group `i` into a pyarrow Table.
+    #[pyo3(signature = (i, columns=None))]
+    fn read_row_group<'py>(
+        &self,
+        py: Python<'py>,
+        i: usize,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        read(py, &*self.file()?, columns, Some(vec![i]), None)
+    }
+
+    /// Reads the row groups `row_groups`, in that order, into one pyarrow Table.
+    #[pyo3(signature = (row_groups, columns=None))]
+    fn read_row_groups<'py>(
+        &self,
+        py: Python<'py>,
+        row_groups: Vec<usize>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        read(py, &*self.file()?, columns, Some(row_groups), None)
+    }
+
+    /// Batches of at most `batch_size` rows of `row_groups` (all by default), read in order
+    /// as they are asked for; the iterator also offers `__arrow_c_stream__`.
+    #[pyo3(signature = (batch_size=65536, row_groups=None, columns=None))]
+    fn iter_batches(
+        &self,
+        py: Python<'_>,
+        batch_size: i64,
+        row_groups: Option<Vec<usize>>,
+        columns: Option<Vec<String>>,
+    ) -> PyResult<PyParquetBatches> {
+        let batch_size = params::count("batch_size", batch_size).or_raise()?;
+        let file = self.file()?;
+        let projection = file.projection(columns.as_deref()).or_raise()?;
+        let batches = py
+            .detach(|| file.batches(&projection, row_groups.as_deref(), batch_size))
+            .map_err(unwrap_py_error)?;
+        Ok(PyParquetBatches {
+            schema: batches.schema().clone(),
+            batches: Held::new(batches, "Parquet batch iterator"),
+        })
+    }
+
+    /// Releases the source. Idempotent; reads running now finish first.
+    fn close(&self) {
+        *self.file.write().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// Whether the file is closed.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.file
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_none()
+    }
+
+    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
+        slf.file()?;
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_exc))]
+    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
+        self.close();
+        false
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<zstdpool.parquet.ParquetFile {} columns{}>",
+            self.schema.fields().len(),
+            if self.closed() { " closed" } else { "" }
+        )
+    }
+}
+
+/// Batches of a Parquet file, read in order as they are asked for; for one thread at a time.
+#[pyclass(frozen, name = "ParquetBatches", module = "zstdpool.parquet")]
+pub struct PyParquetBatches {
+    batches: Held<Batches>,
+    schema: SchemaRef,
+}
+
+impl NextBatch for Batches {
+    fn schema(&self) -> SchemaRef {
+        Batches::schema(self).clone()
+    }
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        Batches::next_batch(self)
+    }
+}
+
+#[pymethods]
+impl PyParquetBatches {
+    /// The batches' schema, as a pyarrow Schema.
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PySchema::new(self.schema.clone()).into_pyarrow(py)
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut batches = self.batches.take()?;
+        let next = py
+            .detach(|| batches.next_batch())
+            .map_err(unwrap_py_error)?;
+        drop(batches);
+        next.map(|b| batch_to_py(py, b)).transpose()
+    }
+
+    /// Exports the remaining batches through the Arrow C stream interface. Consumes them.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema; // exported with its own schema
+        stream_capsule(py, self.batches.take()?.retire())
+    }
+}
+
+/// Reads a Parquet file into one pyarrow Table: `columns` (top-level names or dotted paths
+/// into nested columns; all by default) of `row_groups` (all by default). Columns of a large
+/// file are decoded on several threads (`threads`, or `use_threads=False` for one); zstd pages
+/// are decompressed with pooled contexts. `source` is bytes-like (read without copying), a
+/// path, or a seekable binary file object; `max_page_size` bounds what a page may declare.
+#[pyfunction]
+#[pyo3(signature = (source, *, columns=None, row_groups=None, use_threads=true, threads=None, max_page_size=None, pool=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn read_table<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    columns: Option<Vec<String>>,
+    row_groups: Option<Vec<usize>>,
+    use_threads: bool,
+    threads: Option<i64>,
+    max_page_size: Option<i64>,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let threads = self::threads(threads, use_threads)?;
+    let file = open(py, source, max_page_size, threads, pool)?;
+    read(py, &file, columns, row_groups, None)
+}
+
+/// The Arrow schema of a Parquet file (read from its footer alone), as a pyarrow Schema.
+#[pyfunction]
+pub fn read_schema<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let file = open(py, source, None, Some(1), None)?;
+    PySchema::new(file.schema().clone()).into_pyarrow(py)
+}
+
+fn metadata_dict<'py>(py: Python<'py>, file: &ParquetFile) -> PyResult<Bound<'py, PyDict>> {
+    let s = file.summary();
+    let d = PyDict::new(py);
+    d.set_item("num_rows", s.num_rows)?;
+    d.set_item("num_row_groups", s.row_groups.len())?;
+    d.set_item("num_columns", s.num_columns)?;
+    d.set_item("created_by", s.created_by)?;
+    d.set_item("format_version", s.format_version)?;
+    let kv = PyDict::new(py);
+    for (k, v) in &s.key_value_metadata {
+        kv.set_item(
+            PyBytes::new(py, k.as_bytes()),
+            v.as_ref().map(|v| PyBytes::new(py, v.as_bytes())),
+        )?;
+    }
+    d.set_item("key_value_metadata", kv)?;
+    let groups = PyList::empty(py);
+    for g in &s.row_groups {
+        let gd = PyDict::new(py);
+        gd.set_item("num_rows", g.num_rows)?;
+        gd.set_item("total_byte_size", g.total_byte_size)?;
+        let columns = PyList::empty(py);
+        for c in &g.columns {
+            let cd = PyDict::new(py);
+            cd.set_item("path_in_schema", &c.path_in_schema)?;
+            cd.set_item("physical_type", &c.physical_type)?;
+            cd.set_item("compression", c.compression)?;
+            cd.set_item("encodings", &c.encodings)?;
+            cd.set_item("num_values", c.num_values)?;
+            cd.set_item("total_compressed_size", c.total_compressed_size)?;
+            cd.set_item("total_uncompressed_size", c.total_uncompressed_size)?;
+            cd.set_item("has_dictionary_page", c.has_dictionary_page)?;
+            columns.append(cd)?;
+        }
+        gd.set_item("columns", columns)?;
+        groups.append(gd)?;
+    }
+    d.set_item("row_groups", groups)?;
+    Ok(d)
+}
