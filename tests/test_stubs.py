@@ -81,11 +81,13 @@ def _typed_dicts() -> dict[str, dict[str, ast.expr]]:
 
 
 TYPED_DICTS = _typed_dicts()
-SCALARS = {"int": int, "bool": bool, "str": str}
+SCALARS = {"int": int, "bool": bool, "str": str, "bytes": bytes, "None": type(None)}
 
 
 def _problems(value: object, annotation: ast.expr, where: str) -> list[str]:
     """How ``value`` fails to be what ``annotation`` (a stub annotation) says; [] if it is."""
+    if isinstance(annotation, ast.Constant) and annotation.value is None:
+        return [] if value is None else [f"{where}: {value!r} is not None"]
     if isinstance(annotation, ast.Name) and annotation.id in SCALARS:
         want = SCALARS[annotation.id]
         ok = type(value) is want  # a bool is not an int here, nor the other way round
@@ -113,6 +115,15 @@ def _problems(value: object, annotation: ast.expr, where: str) -> list[str]:
             )
             allowed = [e.value for e in elts if isinstance(e, ast.Constant)]
             return [] if value in allowed else [f"{where}: {value!r} is not one of {allowed}"]
+        if annotation.value.id == "dict" and isinstance(annotation.slice, ast.Tuple):
+            if not isinstance(value, dict):
+                return [f"{where}: {value!r} is not a dict"]
+            key, item = annotation.slice.elts
+            return [
+                p
+                for k, v in value.items()
+                for p in _problems(k, key, f"{where} key") + _problems(v, item, f"{where}[{k!r}]")
+            ]
         if annotation.value.id == "list":
             if not isinstance(value, list):
                 return [f"{where}: {value!r} is not a list"]
@@ -135,6 +146,13 @@ def _pool_with_both_kinds() -> zstdpool.ContextPool:
     return pool
 
 
+def _parquet_metadata() -> object:
+    import zstdpool.parquet
+
+    table = pa.table({"n": [1, 2, 3], "s": [{"a": 1}, None, {"a": 2}]})
+    return zstdpool.parquet.ParquetFile(zstdpool.parquet.write_table(table)).metadata
+
+
 def _inspected() -> object:
     table = pa.table({"n": [1, 2, 3], "s": pa.array(["a", "b", "a"]).dictionary_encode()})
     return zstdpool._zstdpool.inspect_ipc(zstdpool.ipc.write_file(table))
@@ -147,8 +165,9 @@ def _inspected() -> object:
         ("PoolStats", zstdpool.pool_stats),
         ("MemoryStats", zstdpool.memory_stats),
         ("IpcInspection", _inspected),
+        ("ParquetMetadata", _parquet_metadata),
     ],
-    ids=["ContextPool.stats", "pool_stats", "memory_stats", "inspect_ipc"],
+    ids=["ContextPool.stats", "pool_stats", "memory_stats", "inspect_ipc", "ParquetFile.metadata"],
 )
 def test_typed_dicts_have_the_runtime_keys_and_types(typed_dict: str, make: object) -> None:
     """The TypedDicts of the stub name exactly the keys the module returns (their nested ones
@@ -168,6 +187,9 @@ def test_every_typed_dict_is_checked() -> None:
         "MemoryStats",
         "IpcInspection",
         "ColumnBytes",
+        "ParquetMetadata",
+        "ParquetRowGroup",
+        "ParquetColumnChunk",
     }
 
 

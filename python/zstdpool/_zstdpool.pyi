@@ -498,11 +498,11 @@ class ParquetWriter:
         where: _Sink,
         schema: pa.Schema | ArrowSchemaExportable,
         *,
-        compression: _ParquetCodec | dict[str, _ParquetCodec] = "zstd",
+        compression: _ParquetCodec | dict[str, _ParquetCodec] = ...,  # "zstd"
         compression_level: int | dict[str, int] | None = None,
         row_group_size: int | None = None,
-        use_dictionary: bool | list[str] = True,
-        write_statistics: bool | list[str] = True,
+        use_dictionary: bool | list[str] = ...,  # True
+        write_statistics: bool | list[str] = ...,  # True
         data_page_size: int | None = None,
         data_page_version: Literal["1.0", "2.0"] = "1.0",
         threads: int | None = None,
@@ -537,11 +537,11 @@ def write_table(
     data: _ArrowData,
     where: _Sink | None = None,
     *,
-    compression: _ParquetCodec | dict[str, _ParquetCodec] = "zstd",
+    compression: _ParquetCodec | dict[str, _ParquetCodec] = ...,  # "zstd"
     compression_level: int | dict[str, int] | None = None,
     row_group_size: int | None = None,
-    use_dictionary: bool | list[str] = True,
-    write_statistics: bool | list[str] = True,
+    use_dictionary: bool | list[str] = ...,  # True
+    write_statistics: bool | list[str] = ...,  # True
     data_page_size: int | None = None,
     data_page_version: Literal["1.0", "2.0"] = "1.0",
     threads: int | None = None,

@@ -380,7 +380,8 @@ fn parquet_schema(schema: &Schema) -> Result<SchemaDescriptor> {
 }
 
 /// `dt` as stored: Parquet has no seconds unit for timestamps or times, so they are stored in
-/// milliseconds, as pyarrow stores them (readers then see milliseconds, as after pyarrow).
+/// milliseconds, as pyarrow stores them (readers then see milliseconds, as after pyarrow), and
+/// no list views.
 fn coerce(dt: &DataType) -> DataType {
     let field = |f: &FieldRef| Arc::new(f.as_ref().clone().with_data_type(coerce(f.data_type())));
     match dt {
@@ -390,8 +391,10 @@ fn coerce(dt: &DataType) -> DataType {
         DataType::Time32(TimeUnit::Second) => DataType::Time32(TimeUnit::Millisecond),
         DataType::List(f) => DataType::List(field(f)),
         DataType::LargeList(f) => DataType::LargeList(field(f)),
-        DataType::ListView(f) => DataType::ListView(field(f)),
-        DataType::LargeListView(f) => DataType::LargeListView(field(f)),
+        // Parquet has no list views; stored as the lists they are (polars 2.1 panics on a list
+        // view in `ARROW:schema`).
+        DataType::ListView(f) => DataType::List(field(f)),
+        DataType::LargeListView(f) => DataType::LargeList(field(f)),
         DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
         DataType::Map(f, sorted) => DataType::Map(field(f), *sorted),
         DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect()),

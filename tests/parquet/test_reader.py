@@ -1,0 +1,178 @@
+"""The Parquet reader: sources, projections, row groups, batches, metadata, threads, and
+hostile input (truncated, corrupted, oversized, encrypted)."""
+
+from __future__ import annotations
+
+import io
+import random
+import threading
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import zstdpool
+import zstdpool.parquet as zp
+
+from tests.helpers.parquet import pyarrow_write
+
+TABLE = pa.table(
+    {
+        "i": pa.array(range(20_000), pa.int32()),
+        "s": pa.array([f"v{i % 101}" for i in range(20_000)]),
+        "n": pa.array([{"a": i, "b": [float(i)] * (i % 3)} for i in range(20_000)]),
+    }
+)
+DATA = zp.write_table(TABLE, row_group_size=6000)
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["bytes", "bytearray", "memoryview", "numpy", "buffer", "path", "str", "file", "bytesio"],
+)
+def test_sources(kind: str, tmp_path: Path) -> None:
+    path = tmp_path / "t.parquet"
+    path.write_bytes(DATA)
+    source = {
+        "bytes": lambda: DATA,
+        "bytearray": lambda: bytearray(DATA),
+        "memoryview": lambda: memoryview(DATA),
+        "numpy": lambda: np.frombuffer(DATA, np.uint8),
+        "buffer": lambda: pa.py_buffer(DATA),
+        "path": lambda: path,
+        "str": lambda: str(path),
+        "file": lambda: open(path, "rb"),  # noqa: SIM115 - closed below
+        "bytesio": lambda: io.BytesIO(DATA),
+    }[kind]()
+    try:
+        assert zp.read_table(source).equals(TABLE)
+        assert zp.ParquetFile(source).read(columns=["s"]).column(0).equals(TABLE.column(1))
+    finally:
+        if hasattr(source, "close"):
+            source.close()
+
+
+def test_projections_keep_the_order_asked_and_reach_into_nested_columns() -> None:
+    got = zp.read_table(DATA, columns=["s", "i"])
+    assert got.column_names == ["s", "i"] and got.column(1).equals(TABLE.column(0))
+    nested = zp.read_table(DATA, columns=["n.b"])
+    assert nested.schema.field(0).type.num_fields == 1
+    assert (
+        nested.column(0)
+        .combine_chunks()
+        .field("b")
+        .equals(TABLE.column(2).combine_chunks().field("b"))
+    )
+    with pytest.raises(zstdpool.ParameterError, match='"x" is not in the file'):
+        zp.read_table(DATA, columns=["x"])
+    with pytest.raises(ValueError):
+        zp.read_table(DATA, columns=["n.zz"])
+
+
+def test_row_groups_batches_and_metadata() -> None:
+    f = zp.ParquetFile(DATA)
+    assert (
+        f.num_row_groups == 4
+        and f.schema_arrow.equals(TABLE.schema)
+        and f.schema.equals(f.schema_arrow)
+    )
+    assert f.read_row_group(1).equals(TABLE.slice(6000, 6000))
+    assert f.read_row_groups([3, 0], columns=["i"]).column(0).to_pylist() == (
+        list(range(18000, 20000)) + list(range(6000))
+    )
+    with pytest.raises(zstdpool.ParameterError, match="out of range"):
+        f.read_row_group(4)
+    batches = f.iter_batches(batch_size=2500, columns=["i", "s"])
+    sizes = [b.num_rows for b in batches]
+    assert sum(sizes) == 20_000 and max(sizes) <= 2500
+    assert pa.table(f.iter_batches(row_groups=[2])).equals(TABLE.slice(12000, 6000))
+    with pytest.raises(zstdpool.ParameterError, match="batch_size"):
+        f.iter_batches(batch_size=0)
+    md = f.metadata
+    assert md["num_rows"] == 20_000 and md["num_row_groups"] == 4 and md["num_columns"] == 4
+    assert md["created_by"].startswith("parquet-rs")
+    assert b"ARROW:schema" in md["key_value_metadata"]
+    column = md["row_groups"][0]["columns"][0]
+    assert column["path_in_schema"] == "i" and column["compression"] == "ZSTD"
+    assert zp.read_schema(DATA).equals(TABLE.schema)
+    f.close()
+    assert f.closed
+    with pytest.raises(zstdpool.ClosedError):
+        f.read()
+
+
+def test_threads_read_the_same_and_one_file_serves_many_threads() -> None:
+    big = pa.concat_tables([TABLE] * 10)
+    data = zp.write_table(big)
+    for threads in (1, 2, 4):
+        assert zp.read_table(data, threads=threads).equals(big)
+    assert zp.read_table(data, use_threads=False).equals(big)
+    f = zp.ParquetFile(data)
+    results: list[bool] = []
+    workers = [
+        threading.Thread(target=lambda: results.append(f.read(columns=["s"]).num_rows == 200_000))
+        for _ in range(4)
+    ]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    assert results == [True] * 4
+
+
+def test_the_pool_serves_every_page_and_gets_every_context_back() -> None:
+    pool = zstdpool.ContextPool()
+    data = zp.write_table(TABLE, row_group_size=1000, data_page_size=512, pool=pool)
+    for _ in range(3):
+        assert zp.read_table(data, pool=pool).equals(TABLE)
+    stats = pool.stats()
+    # Hundreds of pages and 60 column chunks, and only a few contexts made.
+    assert stats["created"] <= 6 and stats["leased"] == 0, stats
+
+
+def test_a_page_larger_than_max_page_size_is_refused() -> None:
+    with pytest.raises(zstdpool.OutputLimitError, match=r"max_page_size \(100 bytes\)"):
+        zp.read_table(DATA, max_page_size=100)
+    assert zp.read_table(DATA, max_page_size=1 << 20).equals(TABLE)
+
+
+def test_not_parquet_and_encrypted_files_are_refused_clearly() -> None:
+    for bad, match in [
+        (b"", "too short"),
+        (b"PAR1PAR1", "too short"),
+        (b"x" * 100, "PAR1 magic"),
+        (DATA[:-4] + b"PARE", "encrypted"),
+        (DATA[:4] + DATA[-8:-4] + b"PAR1", "footer"),
+    ]:
+        with pytest.raises(zstdpool.ParquetError, match=match):
+            zp.read_table(bad)
+    with pytest.raises(FileNotFoundError):
+        zp.read_table("/nonexistent/file.parquet")
+    with pytest.raises(TypeError, match="source must be"):
+        zp.read_table(3)
+
+
+def test_every_truncation_and_many_corruptions_fail_cleanly() -> None:
+    pool = zstdpool.ContextPool()
+    small = zp.write_table(TABLE.slice(0, 300), row_group_size=100, pool=pool)
+    for cut in range(0, len(small), 11):
+        with pytest.raises((zstdpool.ZstdError, OSError)):
+            zp.read_table(small[:cut], pool=pool)
+    rng = random.Random(7)
+    for _ in range(400):
+        bad = bytearray(small)
+        for _ in range(rng.randint(1, 4)):
+            bad[rng.randrange(len(bad))] ^= 1 << rng.randrange(8)
+        try:
+            got = zp.read_table(bytes(bad), pool=pool)
+        except (zstdpool.ZstdError, OSError):
+            continue
+        got.validate(full=True)
+    assert pool.stats()["leased"] == 0
+
+
+@pytest.mark.parametrize("codec", ["zstd", "snappy", "lz4", "gzip", "none"])
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+def test_pyarrow_files_of_every_codec_and_page_version(codec: str, version: str) -> None:
+    data = pyarrow_write(TABLE, compression=codec, data_page_version=version, row_group_size=7000)
+    assert zp.read_table(data).equals(TABLE)
