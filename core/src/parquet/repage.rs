@@ -102,18 +102,25 @@ pub(crate) fn repage(
     let parts = std::mem::take(&mut *lock(blobs));
     // The chunk's store shares the blobs just taken; it has nothing more to give.
     drop(chunk);
-    // Blobs arrive data pages first: the dictionary page, if any, is written last and must
-    // come first in the file (the close result says where it started).
+    // Blobs arrive in the order pages were written, each page a header blob and a body blob.
+    // The dictionary page is written once the dictionary is complete (at the end, or where
+    // the column fell back to plain encoding) and must come first in the file; the close
+    // result says where its header started.
     let dictionary_at = close.metadata.dictionary_page_offset().map(|o| o as u64);
     let (mut dictionary, mut data) = (Vec::new(), Vec::new());
     let mut at = 0u64;
-    for part in parts {
+    let mut parts = parts.into_iter();
+    while let Some(part) = parts.next() {
         let len = part.len() as u64;
-        if dictionary_at.is_some_and(|d| at >= d) {
-            dictionary.push(part);
-        } else {
-            data.push(part);
+        if dictionary_at == Some(at) {
+            let body = parts.next().ok_or_else(|| {
+                Error::Compress("a dictionary page header without its body".into())
+            })?;
+            at += len + body.len() as u64;
+            dictionary.extend([part, body]);
+            continue;
         }
+        data.push(part);
         at += len;
     }
     let dictionary_len: usize = dictionary.iter().map(Bytes::len).sum();

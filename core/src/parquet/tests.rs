@@ -309,3 +309,31 @@ fn limits_encryption_and_hostile_footers_are_refused() {
     assert!(err.contains("corrupt Parquet footer"), "{err}");
     assert_eq!(pool.stats().leased, 0);
 }
+
+#[test]
+fn a_dictionary_that_falls_back_to_plain_keeps_every_page() {
+    // Many distinct strings in small dictionary pages: the column falls back to plain encoding
+    // part way, after its dictionary page was written.
+    let pool = ContextPool::default();
+    let n = 150_000;
+    let schema = Arc::new(Schema::new(vec![Field::new("s", DataType::Utf8, false)]));
+    let s: ArrayRef = Arc::new(StringArray::from_iter_values(
+        (0..n).map(|i| format!("a distinct value, number {i}")),
+    ));
+    let input = RecordBatch::try_new(schema, vec![s]).unwrap();
+    for version in [PageVersion::V1, PageVersion::V2] {
+        let bytes = write(
+            std::slice::from_ref(&input),
+            WriteOptions {
+                data_page_size: Some(8192),
+                page_version: version,
+                ..Default::default()
+            },
+            &pool,
+        );
+        let (got, _) = read(bytes.clone());
+        let got = arrow_select::concat::concat_batches(&got[0].schema(), &got).unwrap();
+        assert_eq!(got, input, "{version:?}");
+        assert_eq!(read_all(&open(bytes, &pool).unwrap(), None).unwrap(), input);
+    }
+}

@@ -36,6 +36,7 @@ WORKLOAD_MODULES: list[str] = [
     "zstdpool._bench.codec",
     "zstdpool._bench.ipc",
     "zstdpool._bench.threads",
+    "zstdpool._bench.parquet",
 ]
 
 #: The timed thing: one call is one operation.
