@@ -356,3 +356,23 @@ def lineitem_bytes_table(nbytes: int) -> pa.Table:
     """The lineitem table with as many rows as make about ``nbytes`` of Arrow buffers."""
     per_row = lineitem_rows_table(10_000).nbytes / 10_000
     return lineitem_rows_table(max(1, round(nbytes / per_row)))
+
+
+@functools.lru_cache(maxsize=4)
+def partitioned_table(rows: int, partitions: int) -> pa.Table:
+    """iceberg-go's partitioned-write benchmark shape: ``id`` int64, ``ts`` timestamp with
+    time zone, ``partition_key`` int32 (``id % partitions``), ``value`` int64."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng(0)
+    ids = np.arange(rows, dtype=np.int64)
+    start = 1_700_000_000_000_000
+    return pa.table(
+        {
+            "id": pa.array(ids),
+            "ts": pa.array(start + ids * 1_000_000, pa.timestamp("us", tz="UTC")),
+            "partition_key": pa.array((ids % partitions).astype(np.int32)),
+            "value": pa.array(rng.integers(0, 1 << 40, rows, dtype=np.int64)),
+        }
+    )

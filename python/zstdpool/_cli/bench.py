@@ -5,6 +5,7 @@ or, with ``--memory``, the memory of one Arrow IPC write.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from typing import Any
@@ -56,6 +57,12 @@ def add_bench(subparsers: Any) -> None:
         help="instead of timing, print the memory one Arrow IPC write holds and peaks at, "
         "zstdpool and pyarrow side by side (zstd level 3), with zstdpool's targets",
     )
+    p.add_argument(
+        "--peaks",
+        action="store_true",
+        help="instead of timing, print the peak resident memory of one whole Parquet and "
+        "dataset write, zstdpool and its peers side by side, each in a fresh process",
+    )
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--json", metavar="PATH", help="write every figure and machine info to PATH")
     p.add_argument(
@@ -78,6 +85,8 @@ def run_bench(args: argparse.Namespace) -> int:
     profile = runner.PROFILES["tiny" if runner.tiny_requested() else args.profile]
     if args.memory:
         return _run_bench_memory(args, profile.name)
+    if args.peaks:
+        return _run_bench_peaks(args, profile.name)
     workloads = runner.load_workloads(profile, args.filter)
     if args.list:
         for w in workloads:
@@ -113,6 +122,22 @@ def run_bench(args: argparse.Namespace) -> int:
             return EXIT_FAILURE
         print(f"wrote {args.plot}", file=sys.stderr)
     return EXIT_FAILURE if timing.failed else EXIT_OK
+
+
+def _run_bench_peaks(args: argparse.Namespace, size_choice: str) -> int:
+    from zstdpool._bench import peaks
+
+    why = peaks.unavailable()
+    if why:
+        print(f"{args.parser.prog}: error: {why}", file=sys.stderr)
+        return EXIT_FAILURE
+    rows = peaks.peak_table(size_choice, args.filter)
+    print(peaks.format_peak_table(rows))
+    if args.json is not None:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"peaks": rows}, f, indent=2)
+        print(f"wrote {args.json}", file=sys.stderr)
+    return EXIT_FAILURE if any("error" in r for r in rows) else EXIT_OK
 
 
 def _run_bench_memory(args: argparse.Namespace, size_choice: str) -> int:

@@ -1,0 +1,230 @@
+"""Peak memory of one whole write, zstdpool and its peers side by side, measured as the
+operating system sees it: each write runs in a fresh process, which builds its input, resets
+its peak resident set (Linux: ``/proc/self/clear_refs``), writes, and reports how far its
+resident set rose above where it stood before the write (``VmHWM`` minus ``VmRSS``). That
+counts everything: the output, buffers, zstd contexts, allocator slack, threads' stacks, in
+every library alike. Printed by ``python -m zstdpool bench --memory`` after the IPC table.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: zstd level of every Parquet write (pyarrow's default).
+PARQUET_LEVEL = 1
+
+
+@dataclass(frozen=True)
+class PeakCase:
+    """One write: what is written (``kind``), of how many rows, into how many partitions."""
+
+    kind: str
+    rows: int
+    partitions: int = 0
+
+    @property
+    def name(self) -> str:
+        if self.kind == "dataset":
+            return f"dataset {self.rows} rows, {self.partitions} partitions"
+        return f"{self.kind} lineitem {self.rows} rows"
+
+
+PEAK_CASES: dict[str, tuple[PeakCase, ...]] = {
+    "tiny": (PeakCase("parquet", 2_000), PeakCase("dataset", 2_000, 10)),
+    "quick": (PeakCase("parquet", 200_000), PeakCase("dataset", 100_000, 1000)),
+    "full": (PeakCase("parquet", 1_000_000), PeakCase("dataset", 1_000_000, 1000)),
+}
+
+
+def _status(field: str) -> int:
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def unavailable() -> str | None:
+    """Why peaks cannot be measured here, or None."""
+    if not os.path.exists("/proc/self/clear_refs"):
+        return "peak memory is measured through Linux's /proc/self/clear_refs"
+    return None
+
+
+def _parquet_writers() -> dict[str, Callable[[Any], object]]:
+    def zstdpool_write(table: Any) -> object:
+        import zstdpool.parquet
+
+        return zstdpool.parquet.write_table(table)
+
+    def pyarrow_write(table: Any) -> object:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        sink = pa.BufferOutputStream()
+        pq.write_table(table, sink, compression="zstd", compression_level=PARQUET_LEVEL)
+        return sink.getvalue()
+
+    def polars_write(table: Any) -> object:
+        import io
+
+        import polars as pl
+
+        frame = pl.from_arrow(table)
+        sink = io.BytesIO()
+        frame.write_parquet(sink, compression="zstd", compression_level=PARQUET_LEVEL)  # type: ignore[union-attr]
+        return sink
+
+    return {"zstdpool": zstdpool_write, "pyarrow": pyarrow_write, "polars": polars_write}
+
+
+def _dataset_writers(directory: str) -> dict[str, Callable[[Any], object]]:
+    def zstdpool_write(table: Any) -> object:
+        import zstdpool.dataset
+
+        return zstdpool.dataset.write_dataset(
+            table, directory, partitioning=["partition_key"], level=3
+        )
+
+    def pyarrow_write(table: Any) -> object:
+        import pyarrow.dataset as ds
+        import pyarrow.parquet as pq
+
+        fmt = ds.ParquetFileFormat()
+        ds.write_dataset(
+            table,
+            directory,
+            format=fmt,
+            partitioning=["partition_key"],
+            partitioning_flavor="hive",
+            file_options=fmt.make_write_options(compression="zstd", compression_level=3),
+            max_partitions=100_000,
+        )
+        del pq
+        return None
+
+    def polars_write(table: Any) -> object:
+        import polars as pl
+
+        frame = pl.from_arrow(table)
+        frame.write_parquet(  # type: ignore[union-attr]
+            directory, compression="zstd", compression_level=3, partition_by=["partition_key"]
+        )
+        return None
+
+    return {"zstdpool": zstdpool_write, "pyarrow": pyarrow_write, "polars": polars_write}
+
+
+def _input(case: PeakCase) -> Any:
+    if case.kind == "dataset":
+        from zstdpool._bench.data import partitioned_table
+
+        return partitioned_table(case.rows, case.partitions)
+    from zstdpool._bench.data import lineitem_table
+
+    return lineitem_table(case.rows)
+
+
+def _size(result: object, directory: str | None) -> int:
+    """Bytes written: a directory's files, or the bytes of an in-memory output."""
+    if directory is not None:
+        return sum(
+            os.path.getsize(os.path.join(root, n))
+            for root, _, names in os.walk(directory)
+            for n in names
+        )
+    getvalue = getattr(result, "getvalue", None)
+    data = getvalue() if callable(getvalue) else result
+    return memoryview(data).nbytes  # type: ignore[arg-type]
+
+
+def child(case: PeakCase, contender: str) -> dict[str, Any]:
+    """Runs in the fresh process: builds the input, measures one write."""
+    import gc
+
+    table = _input(case)
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = os.path.join(tmp, "out")
+        writers = _dataset_writers(directory) if case.kind == "dataset" else _parquet_writers()
+        gc.collect()
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
+            f.write("5")  # the peak resident set starts again from the current one
+        before = _status("VmRSS")
+        result = writers[contender](table)
+        peak = _status("VmHWM")
+        size = _size(result, directory if case.kind == "dataset" else None)
+        del result
+    return {"peak_bytes": max(0, peak - before), "output_bytes": size}
+
+
+def measure(case: PeakCase, contender: str) -> dict[str, Any]:
+    """One write of `case` by `contender` in a fresh process."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "zstdpool._bench.peaks",
+            case.kind,
+            str(case.rows),
+            str(case.partitions),
+            contender,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    if done.returncode != 0:
+        return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def peak_table(
+    size_choice: str,
+    filters: Sequence[str] = (),
+    contenders: Sequence[str] = ("zstdpool", "pyarrow", "polars"),
+) -> list[dict[str, Any]]:
+    """Every case of the profile (whose name contains one of `filters`), every contender."""
+    rows = []
+    for case in PEAK_CASES.get(size_choice, PEAK_CASES["quick"]):
+        if filters and not any(f.lower() in case.name.lower() for f in filters):
+            continue
+        for contender in contenders:
+            rows.append({"case": case.name, "contender": contender, **measure(case, contender)})
+    return rows
+
+
+def format_peak_table(rows: Sequence[dict[str, Any]]) -> str:
+    """The rows as text: peak above the input, output size, ratio to zstdpool's peak."""
+    lines = [
+        "Peak resident memory of one write above the input (fresh process each)",
+        f"{'write':40}  {'contender':10}  {'peak MB':>9}  {'output MB':>9}  {'x zstdpool':>10}",
+    ]
+    ours: dict[str, int] = {
+        r["case"]: r["peak_bytes"]
+        for r in rows
+        if r["contender"] == "zstdpool" and "peak_bytes" in r
+    }
+    for r in rows:
+        if "error" in r:
+            lines.append(f"{r['case']:40}  {r['contender']:10}  failed: {r['error']}")
+            continue
+        base = ours.get(r["case"])
+        ratio = f"{r['peak_bytes'] / base:.2f}" if base else "-"
+        lines.append(
+            f"{r['case']:40}  {r['contender']:10}  {r['peak_bytes'] / 1e6:9.1f}  "
+            f"{r['output_bytes'] / 1e6:9.1f}  {ratio:>10}"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    kind, rows, partitions, contender = sys.argv[1:5]
+    print(json.dumps(child(PeakCase(kind, int(rows), int(partitions)), contender)))
