@@ -5,6 +5,7 @@
 mod buffer;
 mod bytes_output;
 mod codec;
+mod dataset;
 mod errors;
 mod export;
 mod held;
@@ -70,6 +71,7 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<parquet_reader::PyParquetBatches>()?;
     m.add_function(wrap_pyfunction!(parquet_reader::read_table, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_reader::read_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::write_dataset, m)?)?;
     Ok(())
 }
 

@@ -9,6 +9,7 @@ pub mod alloc;
 pub mod batch_schema;
 pub mod codec;
 pub mod context;
+pub mod dataset;
 pub mod error;
 pub mod ipc;
 pub mod output;

@@ -7,7 +7,7 @@ writer and IPC reader borrows one and gives it back.
 
 from __future__ import annotations
 
-from zstdpool import errors, ipc, parquet
+from zstdpool import dataset, errors, ipc, parquet
 from zstdpool._zstdpool import (
     DEFAULT_LEVEL,
     DEFAULT_MAX_OUTPUT_SIZE,
@@ -69,6 +69,7 @@ __all__ = [
     "decompress_into",
     "decompress_many",
     "decompressor",
+    "dataset",
     "default_pool",
     "errors",
     "ipc",

@@ -53,6 +53,7 @@ __all__ = [
     "read_schema",
     "remove_stale_temp_files",
     "reset_peak_memory",
+    "write_dataset",
     "write_file",
     "write_stream",
     "write_table",
@@ -604,3 +605,29 @@ def read_table(
     pool: ContextPool | None = None,
 ) -> pa.Table: ...
 def read_schema(source: _Source) -> pa.Schema: ...
+
+@type_check_only
+class WrittenFile(TypedDict):
+    """One file of what ``write_dataset`` returns."""
+
+    path: str
+    num_rows: int
+    size: int
+
+def write_dataset(
+    data: _ArrowData,
+    base_dir: str | os.PathLike[str],
+    *,
+    partitioning: list[str] | Any | None = None,
+    format: Literal["parquet", "ipc", "arrow", "feather"] = "parquet",
+    compression: str | None = "zstd",
+    level: int | None = None,
+    basename_template: str | None = None,
+    existing_data_behavior: Literal["error", "overwrite_or_ignore", "delete_matching"] = "error",
+    max_open_files: int = 1024,
+    max_rows_per_file: int | None = None,
+    max_pending_bytes: int = 268435456,
+    threads: int | None = None,
+    fsync: bool = False,
+    pool: ContextPool | None = None,
+) -> list[WrittenFile]: ...

@@ -72,6 +72,7 @@ pub struct IpcWriter {
     dictionary_blocks: Vec<Block>,
     record_blocks: Vec<Block>,
     dictionaries_seen: HashSet<i64>,
+    rows: u64,
     /// Set when a failed write left the encoder's dictionary state ahead of the output.
     broken: Option<String>,
     finished: bool,
@@ -104,6 +105,7 @@ impl IpcWriter {
             dictionary_blocks: Vec::new(),
             record_blocks: Vec::new(),
             dictionaries_seen: HashSet::new(),
+            rows: 0,
             broken: None,
             finished: false,
         })
@@ -131,6 +133,11 @@ impl IpcWriter {
     /// Batches written so far.
     pub fn num_batches(&self) -> usize {
         self.record_blocks.len()
+    }
+
+    /// Rows of the batches written so far.
+    pub fn num_rows(&self) -> u64 {
+        self.rows
     }
 
     /// Bytes handed out so far.
@@ -240,6 +247,7 @@ impl IpcWriter {
             }
         }
         self.written += out.len() - start;
+        self.rows += batch.num_rows() as u64;
         Ok(())
     }
 
@@ -250,6 +258,9 @@ impl IpcWriter {
         buffers: &[&[u8]],
         out: &mut dyn Output,
     ) -> Result<Vec<(usize, usize)>> {
+        if let (Compression::Zstd(params), None) = (self.options.compression, &self.compressor) {
+            self.compressor = Some(self.pool.compressor(params)?);
+        }
         compress_buffers(
             buffers,
             self.options.compression,
@@ -345,6 +356,12 @@ impl IpcWriter {
             out.extend_from_slice(ARROW_MAGIC)?;
         }
         Ok(())
+    }
+
+    /// Gives the compression context back until the next write, which leases one again: a
+    /// writer kept open between writes (one of a dataset's many files) holds none meanwhile.
+    pub fn release_context(&mut self) {
+        self.compressor = None;
     }
 
     /// Gives the compression context back without writing anything more (a writer that is

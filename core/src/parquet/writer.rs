@@ -113,6 +113,11 @@ impl<W: Write + Send> ParquetWriter<W> {
         self.rows_written
     }
 
+    /// Rows buffered for the next row group.
+    pub fn pending_rows(&self) -> usize {
+        self.pending_rows
+    }
+
     /// Row groups written so far.
     pub fn row_groups(&self) -> usize {
         self.row_groups

@@ -1,0 +1,265 @@
+//! Splitting batches by the values of their partition columns, and naming each partition's
+//! directory as Hive does (`key=value/`, values escaped as pyarrow escapes them, nulls as
+//! `__HIVE_DEFAULT_PARTITION__`). Rows keep their order within a partition.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
+use arrow_cast::display::{ArrayFormatter, FormatOptions};
+use arrow_row::{RowConverter, SortField};
+use arrow_schema::{DataType, Schema, SchemaRef};
+use arrow_select::take::take;
+
+use crate::error::{Error, Result};
+
+/// What a null partition value is called in a path, as in Hive and pyarrow.
+pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
+
+/// Splits batches of one schema by its partition columns.
+pub struct Partitioner {
+    keys: Vec<usize>,
+    names: Vec<String>,
+    /// The columns the files hold: all but the partition columns (their values are in the
+    /// path, as pyarrow writes them).
+    values: Vec<usize>,
+    file_schema: SchemaRef,
+    converter: RowConverter,
+}
+
+/// One partition's rows of a batch, and the directory they go to.
+pub struct Part {
+    /// `a=1/b=x`, relative to the dataset's base directory ("" without partitioning).
+    pub dir: String,
+    pub batch: RecordBatch,
+}
+
+impl Partitioner {
+    /// A partitioner of `schema` by the columns `names`, which must exist and be of a type
+    /// Hive partitioning can name (integers, strings, dates, booleans, or a dictionary of
+    /// them), each named once.
+    pub fn try_new(schema: &Schema, names: &[String]) -> Result<Self> {
+        let mut keys = Vec::with_capacity(names.len());
+        for name in names {
+            let i = schema.index_of(name).map_err(|_| {
+                Error::Parameter(format!(
+                    "partitioning names a column {name:?} that the data does not have"
+                ))
+            })?;
+            if keys.contains(&i) {
+                return Err(Error::Parameter(format!(
+                    "partitioning names the column {name:?} twice"
+                )));
+            }
+            let dt = schema.field(i).data_type();
+            if !nameable(dt) {
+                return Err(Error::Parameter(format!(
+                    "cannot partition by column {name:?} of type {dt}: partition columns must \
+                     be integers, strings, dates, booleans or a dictionary of them"
+                )));
+            }
+            keys.push(i);
+        }
+        if !names.is_empty() && keys.len() == schema.fields().len() {
+            return Err(Error::Parameter(
+                "every column is a partition column: the files would hold no data".into(),
+            ));
+        }
+        let values: Vec<usize> = (0..schema.fields().len())
+            .filter(|i| !keys.contains(i))
+            .collect();
+        let file_schema = Arc::new(Schema::new_with_metadata(
+            values
+                .iter()
+                .map(|&i| schema.field(i).clone())
+                .collect::<Vec<_>>(),
+            schema.metadata().clone(),
+        ));
+        let converter = RowConverter::new(
+            keys.iter()
+                .map(|&i| SortField::new(schema.field(i).data_type().clone()))
+                .collect(),
+        )?;
+        Ok(Partitioner {
+            keys,
+            names: names.to_vec(),
+            values,
+            file_schema,
+            converter,
+        })
+    }
+
+    /// The schema of the files: the data's without its partition columns.
+    pub fn file_schema(&self) -> &SchemaRef {
+        &self.file_schema
+    }
+
+    /// `batch`'s rows grouped by partition, in the order each partition first appears.
+    pub fn split(&self, batch: &RecordBatch) -> Result<Vec<Part>> {
+        if batch.num_rows() == 0 {
+            return Ok(Vec::new());
+        }
+        let values: Vec<ArrayRef> = self
+            .values
+            .iter()
+            .map(|&i| batch.column(i).clone())
+            .collect();
+        if self.keys.is_empty() {
+            return Ok(vec![Part {
+                dir: String::new(),
+                batch: RecordBatch::try_new(self.file_schema.clone(), values)?,
+            }]);
+        }
+        let keys: Vec<ArrayRef> = self.keys.iter().map(|&i| batch.column(i).clone()).collect();
+        let rows = self.converter.convert_columns(&keys)?;
+        let mut groups: HashMap<&[u8], usize> = HashMap::new();
+        let mut members: Vec<Vec<u32>> = Vec::new();
+        for r in 0..batch.num_rows() {
+            let next = members.len();
+            let g = *groups.entry(rows.row(r).data()).or_insert(next);
+            if g == next {
+                members.push(Vec::new());
+            }
+            members[g].push(r as u32);
+        }
+        let formatters = keys
+            .iter()
+            .map(|k| ArrayFormatter::try_new(k.as_ref(), &FormatOptions::default()))
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        let mut parts = Vec::with_capacity(members.len());
+        for rows in members {
+            let first = rows[0] as usize;
+            let mut dir = String::new();
+            for (k, (key, formatter)) in keys.iter().zip(&formatters).enumerate() {
+                if k > 0 {
+                    dir.push('/');
+                }
+                dir.push_str(&escape(&self.names[k]));
+                dir.push('=');
+                if key.is_null(first) {
+                    dir.push_str(NULL_PARTITION);
+                } else {
+                    dir.push_str(&escape(&formatter.value(first).to_string()));
+                }
+            }
+            let batch = if rows.len() == batch.num_rows() {
+                RecordBatch::try_new(self.file_schema.clone(), values.clone())?
+            } else {
+                let indices = UInt32Array::from(rows);
+                let columns = values
+                    .iter()
+                    .map(|v| take(v.as_ref(), &indices, None))
+                    .collect::<std::result::Result<Vec<_>, _>>()?;
+                RecordBatch::try_new(self.file_schema.clone(), columns)?
+            };
+            parts.push(Part { dir, batch });
+        }
+        Ok(parts)
+    }
+}
+
+/// Whether Hive partitioning can name a value of `dt`.
+fn nameable(dt: &DataType) -> bool {
+    match dt {
+        DataType::Dictionary(_, values) => nameable(values),
+        dt => {
+            dt.is_integer()
+                || matches!(
+                    dt,
+                    DataType::Utf8
+                        | DataType::LargeUtf8
+                        | DataType::Utf8View
+                        | DataType::Boolean
+                        | DataType::Date32
+                        | DataType::Date64
+                        | DataType::Null
+                )
+        }
+    }
+}
+
+/// `value` as part of a path segment: every byte but the URI's unreserved ones (letters,
+/// digits and `-._~`) percent-encoded, as pyarrow's Hive partitioning writes it. No value can
+/// leave its directory: `/` is escaped, and a segment always starts with `name=`.
+pub fn escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        let keep = b.is_ascii_alphanumeric() || b"-._~".contains(&b);
+        if keep {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::types::Int8Type;
+    use arrow_array::{DictionaryArray, Int32Array, Int64Array, StringArray};
+    use arrow_schema::Field;
+
+    #[test]
+    fn values_are_escaped_as_pyarrow_escapes_them() {
+        assert_eq!(escape("a/b c"), "a%2Fb%20c");
+        assert_eq!(escape("x=y%z"), "x%3Dy%25z");
+        assert_eq!(escape("é?#&"), "%C3%A9%3F%23%26");
+        assert_eq!(escape("-2"), "-2");
+        assert_eq!(escape(".."), "..");
+        assert_eq!(escape("v1.5"), "v1.5");
+    }
+
+    #[test]
+    fn rows_are_split_in_order_with_nulls_and_dictionaries() {
+        let k: DictionaryArray<Int8Type> = vec![Some("a"), None, Some("b/c"), Some("a")]
+            .into_iter()
+            .collect();
+        let schema = Schema::new(vec![
+            Field::new("k", k.data_type().clone(), true),
+            Field::new("n", DataType::Int32, true),
+            Field::new("v", DataType::Int64, false),
+        ]);
+        let batch = RecordBatch::try_new(
+            Arc::new(schema.clone()),
+            vec![
+                Arc::new(k),
+                Arc::new(Int32Array::from(vec![Some(1), Some(1), None, Some(1)])),
+                Arc::new(Int64Array::from(vec![10, 20, 30, 40])),
+            ],
+        )
+        .unwrap();
+        let p = Partitioner::try_new(&schema, &["k".into(), "n".into()]).unwrap();
+        let parts = p.split(&batch).unwrap();
+        let dirs: Vec<&str> = parts.iter().map(|p| p.dir.as_str()).collect();
+        assert_eq!(
+            dirs,
+            [
+                "k=a/n=1",
+                "k=__HIVE_DEFAULT_PARTITION__/n=1",
+                "k=b%2Fc/n=__HIVE_DEFAULT_PARTITION__"
+            ]
+        );
+        let v = parts[0]
+            .batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        assert_eq!(v.values(), &[10, 40]);
+        assert_eq!(parts[0].batch.schema().fields().len(), 1);
+        assert!(Partitioner::try_new(&schema, &["nope".into()]).is_err());
+        assert!(Partitioner::try_new(&schema, &["k".into(), "k".into()]).is_err());
+        let floats = Schema::new(vec![
+            Field::new("f", DataType::Float64, false),
+            Field::new("s", DataType::Utf8, false),
+        ]);
+        let err = Partitioner::try_new(&floats, &["f".into()])
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(err.contains("Float64"), "{err}");
+        let _ = StringArray::from(vec!["unused"]);
+    }
+}

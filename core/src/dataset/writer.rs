@@ -1,0 +1,515 @@
+//! The partitioned dataset writer: batches are split by partition in Rust, each partition's
+//! rows wait in memory until the input ends or the pending bytes pass their limit, and then
+//! every partition's file is written on the caller's threads, all of them leasing contexts
+//! from one pool: a write of a thousand partitions makes about as many contexts as it runs
+//! threads. Each file goes through a `PathSink`: nothing stays under a final name unless it
+//! is complete.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+
+use super::partition::{Part, Partitioner};
+use crate::batch_schema::check_schema;
+use crate::error::{catch_panics, path_error, Error, Result};
+use crate::ipc::{IpcFormat, IpcWriter, WriterOptions};
+use crate::parallel::{for_each_parallel, resolve_threads};
+use crate::parquet::{ParquetWriter, WriteOptions};
+use crate::path_sink::{Durability, PathSink};
+use crate::pool::ContextPool;
+
+/// What each file of a dataset is.
+#[derive(Clone, Debug)]
+pub enum FileFormat {
+    Parquet(WriteOptions),
+    /// Arrow IPC files (Feather v2); the options' format is taken as the file format.
+    Ipc(WriterOptions),
+}
+
+impl FileFormat {
+    fn extension(&self) -> &'static str {
+        match self {
+            FileFormat::Parquet(_) => "parquet",
+            FileFormat::Ipc(_) => "arrow",
+        }
+    }
+}
+
+/// What to do about files already in the base directory, as pyarrow's
+/// `existing_data_behavior`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ExistingData {
+    /// Refuse a base directory that is not empty.
+    #[default]
+    Error,
+    /// Write beside what is there, replacing files of the same name.
+    OverwriteOrIgnore,
+    /// Empty each partition directory before its first file is written.
+    DeleteMatching,
+}
+
+/// How a dataset is written.
+#[derive(Clone, Debug)]
+pub struct DatasetOptions {
+    /// The partition columns, outermost first (Hive directories `name=value/`).
+    pub partitioning: Vec<String>,
+    pub format: FileFormat,
+    /// File names, with `{i}` counting from 0 in each directory (`part-{i}.parquet`).
+    pub basename_template: Option<String>,
+    pub existing_data: ExistingData,
+    /// Files kept open at once; beyond, the least recently written is completed.
+    pub max_open_files: usize,
+    /// Rows per file; a partition with more is written as several files.
+    pub max_rows_per_file: Option<usize>,
+    /// Bytes of rows waiting for their files; beyond, every partition's rows are written out.
+    pub max_pending_bytes: usize,
+    /// Files written at once; None chooses by size.
+    pub threads: Option<usize>,
+    pub durability: Durability,
+}
+
+impl Default for DatasetOptions {
+    fn default() -> Self {
+        DatasetOptions {
+            partitioning: Vec::new(),
+            format: FileFormat::Parquet(WriteOptions::default()),
+            basename_template: None,
+            existing_data: ExistingData::Error,
+            max_open_files: 1024,
+            max_rows_per_file: None,
+            max_pending_bytes: 256 << 20,
+            threads: None,
+            durability: Durability::Rename,
+        }
+    }
+}
+
+/// A file the write completed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WrittenFile {
+    pub path: PathBuf,
+    pub rows: u64,
+    pub bytes: u64,
+}
+
+/// A file being written.
+enum OpenFile {
+    Parquet(ParquetWriter<PathSink>, PathBuf),
+    Ipc {
+        writer: IpcWriter,
+        sink: PathSink,
+        scratch: Vec<u8>,
+        path: PathBuf,
+    },
+}
+
+impl OpenFile {
+    fn create(
+        path: PathBuf,
+        schema: &SchemaRef,
+        format: &FileFormat,
+        pool: &ContextPool,
+        durability: Durability,
+    ) -> Result<OpenFile> {
+        let sink = PathSink::create(&path, durability)?;
+        Ok(match format {
+            FileFormat::Parquet(options) => {
+                // Files are written in parallel; each file's columns on its own thread.
+                let options = WriteOptions {
+                    threads: Some(1),
+                    ..options.clone()
+                };
+                OpenFile::Parquet(
+                    ParquetWriter::try_new(sink, schema.clone(), options, pool)?,
+                    path,
+                )
+            }
+            FileFormat::Ipc(options) => {
+                let options = WriterOptions {
+                    format: IpcFormat::File,
+                    threads: Some(1),
+                    ..options.clone()
+                };
+                OpenFile::Ipc {
+                    writer: IpcWriter::try_new(schema.clone(), options, pool)?,
+                    sink,
+                    scratch: Vec::new(),
+                    path,
+                }
+            }
+        })
+    }
+
+    fn rows(&self) -> u64 {
+        match self {
+            OpenFile::Parquet(w, _) => w.rows_written() + w.pending_rows() as u64,
+            OpenFile::Ipc { writer, .. } => writer.num_rows(),
+        }
+    }
+
+    /// Writes `batch` out (not buffered), giving the contexts back after.
+    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        match self {
+            OpenFile::Parquet(w, _) => w.write(batch),
+            OpenFile::Ipc {
+                writer,
+                sink,
+                scratch,
+                ..
+            } => {
+                scratch.clear();
+                writer.write(batch, scratch)?;
+                std::io::Write::write_all(sink, scratch)?;
+                Ok(())
+            }
+        }
+    }
+
+    /// Hands what is buffered to the file and lets go of pooled contexts, keeping it open.
+    fn pause(&mut self) -> Result<()> {
+        match self {
+            OpenFile::Parquet(w, _) => w.flush(),
+            OpenFile::Ipc { writer, .. } => {
+                writer.release_context();
+                Ok(())
+            }
+        }
+    }
+
+    /// Completes the file and renames it into place.
+    fn finish(self) -> Result<WrittenFile> {
+        let rows = self.rows();
+        let (mut sink, path) = match self {
+            OpenFile::Parquet(mut w, path) => (w.finish()?, path),
+            OpenFile::Ipc {
+                mut writer,
+                mut sink,
+                mut scratch,
+                path,
+            } => {
+                scratch.clear();
+                writer.finish(&mut scratch)?;
+                std::io::Write::write_all(&mut sink, &scratch)?;
+                (sink, path)
+            }
+        };
+        sink.commit()?;
+        let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        Ok(WrittenFile { path, rows, bytes })
+    }
+}
+
+/// One partition: its rows waiting, its open file, and the number of its next file.
+#[derive(Default)]
+struct Partition {
+    pending: Vec<RecordBatch>,
+    pending_bytes: usize,
+    file: Option<OpenFile>,
+    next_index: usize,
+    /// When it last wrote, in writes: the least recent is completed first.
+    last_write: u64,
+}
+
+/// Writes one dataset.
+pub struct DatasetWriter {
+    base: PathBuf,
+    options: DatasetOptions,
+    template: (String, String),
+    schema: SchemaRef,
+    partitioner: Partitioner,
+    pool: ContextPool,
+    partitions: HashMap<String, Partition>,
+    /// Partition directories made (and emptied, for `DeleteMatching`) so far.
+    prepared: HashSet<String>,
+    pending_bytes: usize,
+    written: Vec<WrittenFile>,
+    clock: u64,
+}
+
+impl DatasetWriter {
+    /// Checks the options against `schema` and prepares `base`.
+    pub fn try_new(
+        base: &Path,
+        schema: SchemaRef,
+        options: DatasetOptions,
+        pool: &ContextPool,
+    ) -> Result<Self> {
+        let partitioner = Partitioner::try_new(&schema, &options.partitioning)?;
+        let template = options
+            .basename_template
+            .clone()
+            .unwrap_or_else(|| format!("part-{{i}}.{}", options.format.extension()));
+        let template = match template.split_once("{i}") {
+            Some((a, b))
+                if !b.contains("{i}") && !template.contains('/') && !template.contains('\\') =>
+            {
+                (a.to_string(), b.to_string())
+            }
+            _ => {
+                return Err(Error::Parameter(format!(
+                    "basename_template must be a file name with one {{i}} (where the file's \
+                     number goes), not {template:?}"
+                )))
+            }
+        };
+        if options.max_open_files == 0 {
+            return Err(Error::Parameter("max_open_files must be at least 1".into()));
+        }
+        if options.max_rows_per_file == Some(0) {
+            return Err(Error::Parameter(
+                "max_rows_per_file must be at least 1 row".into(),
+            ));
+        }
+        match std::fs::read_dir(base) {
+            Ok(mut entries) => {
+                if options.existing_data == ExistingData::Error && entries.next().is_some() {
+                    return Err(Error::Io(path_error(
+                        "cannot write a dataset to",
+                        base,
+                        std::io::Error::new(
+                            std::io::ErrorKind::AlreadyExists,
+                            "the directory is not empty (existing_data_behavior=\"error\"; \
+                             \"overwrite_or_ignore\" writes beside what is there, \
+                             \"delete_matching\" replaces the partitions written)",
+                        ),
+                    )));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(base).map_err(|e| path_error("cannot create", base, e))?
+            }
+            Err(e) => return Err(Error::Io(path_error("cannot write a dataset to", base, e))),
+        }
+        Ok(DatasetWriter {
+            base: base.to_path_buf(),
+            template,
+            schema,
+            partitioner,
+            pool: pool.clone(),
+            partitions: HashMap::new(),
+            prepared: HashSet::new(),
+            pending_bytes: 0,
+            written: Vec::new(),
+            clock: 0,
+            options,
+        })
+    }
+
+    /// The files completed so far (all of them after `finish`; after a failure, those that
+    /// were whole before it).
+    pub fn written(&self) -> &[WrittenFile] {
+        &self.written
+    }
+
+    /// Bytes of rows waiting for their files now.
+    pub fn pending_bytes(&self) -> usize {
+        self.pending_bytes
+    }
+
+    /// The schema of the data's files (without the partition columns).
+    pub fn file_schema(&self) -> &SchemaRef {
+        self.partitioner.file_schema()
+    }
+
+    /// Adds `batch`'s rows to their partitions; writes them out once the pending rows pass
+    /// `max_pending_bytes`.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        check_schema(&self.schema, batch.schema_ref()).map_err(Error::Parameter)?;
+        let parts = catch_panics("partitioning a batch", || self.partitioner.split(batch))?;
+        for Part { dir, batch } in parts {
+            let bytes = batch.get_array_memory_size();
+            let p = self.partitions.entry(dir).or_default();
+            p.pending.push(batch);
+            p.pending_bytes += bytes;
+            self.pending_bytes += bytes;
+        }
+        if self.pending_bytes > self.options.max_pending_bytes {
+            self.flush(false)?;
+        }
+        Ok(())
+    }
+
+    /// Writes every pending row and completes every file; returns the files written.
+    pub fn finish(&mut self) -> Result<Vec<WrittenFile>> {
+        self.flush(true)?;
+        Ok(self.written.clone())
+    }
+
+    /// Writes the pending rows of every partition (and, with `close`, completes every file)
+    /// on the caller's threads, then completes the least recently written files beyond
+    /// `max_open_files`.
+    fn flush(&mut self, close: bool) -> Result<()> {
+        self.clock += 1;
+        let dirs: Vec<String> = self
+            .partitions
+            .iter()
+            .filter(|(_, p)| !p.pending.is_empty() || (close && p.file.is_some()))
+            .map(|(d, _)| d.clone())
+            .collect();
+        for dir in &dirs {
+            self.prepare(dir)?;
+        }
+        let tasks: Vec<Task> = dirs
+            .into_iter()
+            .map(|dir| {
+                let p = self.partitions.get_mut(&dir).expect("listed above");
+                p.last_write = self.clock;
+                Task {
+                    state: Mutex::new(std::mem::take(p)),
+                    dir,
+                }
+            })
+            .collect();
+        self.pending_bytes = 0;
+        let result = self.run(tasks, close);
+        if result.is_ok() && !close {
+            self.close_beyond_limit()?;
+        }
+        result
+    }
+
+    /// Makes a partition's directory (emptied first for `DeleteMatching`), once.
+    fn prepare(&mut self, dir: &str) -> Result<()> {
+        if self.prepared.contains(dir) {
+            return Ok(());
+        }
+        let path = self.base.join(dir);
+        if self.options.existing_data == ExistingData::DeleteMatching && !dir.is_empty() {
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(Error::Io(path_error("cannot delete", &path, e))),
+            }
+        }
+        std::fs::create_dir_all(&path).map_err(|e| path_error("cannot create", &path, e))?;
+        self.prepared.insert(dir.to_string());
+        Ok(())
+    }
+
+    fn file_path(&self, dir: &str, index: usize) -> PathBuf {
+        self.base
+            .join(dir)
+            .join(format!("{}{index}{}", self.template.0, self.template.1))
+    }
+
+    /// Writes each task's partition in parallel. Every task runs even when one fails, so that
+    /// what could be completed is, and is reported; the first failure is returned.
+    fn run(&mut self, tasks: Vec<Task>, close: bool) -> Result<()> {
+        let total: usize = tasks
+            .iter()
+            .map(|t| t.state.lock().map_or(0, |s| s.pending_bytes))
+            .sum();
+        // Files are many and small: their count, not only their bytes, justifies threads.
+        let threads = match self.options.threads {
+            Some(n) => n.min(tasks.len()).max(1),
+            None => resolve_threads(None, total.max(tasks.len() << 16), tasks.len())?,
+        };
+        let this = &*self;
+        let outcomes = for_each_parallel(
+            &tasks,
+            threads,
+            None,
+            |t| t.state.lock().map_or(0, |s| s.pending_bytes),
+            || Ok(()),
+            |_, _, task| Ok(this.write_partition(task, close)),
+        )?;
+        let mut first_error = None;
+        for (task, (files, error)) in tasks.into_iter().zip(outcomes) {
+            self.written.extend(files);
+            let state = task.state.into_inner().unwrap_or_else(|p| p.into_inner());
+            if error.is_none() {
+                self.partitions.insert(task.dir, state);
+            }
+            if first_error.is_none() {
+                first_error = error;
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// Writes one partition's pending rows into its files (a new one each `max_rows_per_file`
+    /// rows), completing them all with `close`. Returns the files completed and the failure,
+    /// if any; a failed file is dropped, and its temporary file with it.
+    fn write_partition(&self, task: &Task, close: bool) -> (Vec<WrittenFile>, Option<Error>) {
+        let mut state = task.state.lock().unwrap_or_else(|p| p.into_inner());
+        let mut done = Vec::new();
+        let result = catch_panics("writing a partition", || {
+            let pending = std::mem::take(&mut state.pending);
+            state.pending_bytes = 0;
+            for batch in pending {
+                let mut rest = batch;
+                while rest.num_rows() > 0 {
+                    if state.file.is_none() {
+                        let path = self.file_path(&task.dir, state.next_index);
+                        state.next_index += 1;
+                        state.file = Some(OpenFile::create(
+                            path,
+                            self.partitioner.file_schema(),
+                            &self.options.format,
+                            &self.pool,
+                            self.options.durability,
+                        )?);
+                    }
+                    let file = state.file.as_mut().expect("just opened");
+                    let room = self
+                        .options
+                        .max_rows_per_file
+                        .map_or(usize::MAX, |max| max.saturating_sub(file.rows() as usize));
+                    let n = rest.num_rows().min(room);
+                    file.write(&rest.slice(0, n))?;
+                    rest = rest.slice(n, rest.num_rows() - n);
+                    if room == n && self.options.max_rows_per_file.is_some() {
+                        done.push(state.file.take().expect("open").finish()?);
+                    }
+                }
+            }
+            match state.file.take() {
+                Some(file) if close => done.push(file.finish()?),
+                Some(mut file) => {
+                    file.pause()?;
+                    state.file = Some(file);
+                }
+                None => {}
+            }
+            Ok(())
+        });
+        match result {
+            Ok(()) => (done, None),
+            Err(e) => {
+                state.file = None;
+                (done, Some(e.at(format_args!("partition {:?}", task.dir))))
+            }
+        }
+    }
+
+    /// Completes the least recently written open files until at most `max_open_files` remain.
+    fn close_beyond_limit(&mut self) -> Result<()> {
+        let mut open: Vec<(u64, String)> = self
+            .partitions
+            .iter()
+            .filter(|(_, p)| p.file.is_some())
+            .map(|(d, p)| (p.last_write, d.clone()))
+            .collect();
+        if open.len() <= self.options.max_open_files {
+            return Ok(());
+        }
+        open.sort();
+        let excess = open.len() - self.options.max_open_files;
+        for (_, dir) in open.into_iter().take(excess) {
+            let file = self.partitions.get_mut(&dir).and_then(|p| p.file.take());
+            if let Some(file) = file {
+                self.written.push(file.finish()?);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One partition, taken by one thread.
+struct Task {
+    dir: String,
+    state: Mutex<Partition>,
+}

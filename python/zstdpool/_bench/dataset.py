@@ -1,0 +1,228 @@
+"""The partitioned-dataset workloads of ``python -m zstdpool bench``: the ``dataset`` group.
+
+iceberg-go's partitioned-write benchmark (apache/arrow-go #595): ``id`` int64, ``ts``
+timestamp with time zone, ``partition_key`` int32 (``id % partitions``), ``value`` int64,
+identity (Hive) partitioning by ``partition_key``, zstd level 3, Parquet and Arrow IPC files.
+Every contender writes into a directory of its own that it overwrites on each call (each
+library replaces files of the same names), so the disk stays flat. ``file system floor`` is
+what the files alone cost: the same directories and the same bytes (zstdpool's files, read
+once), each written under a temporary name and renamed into place from Python, as every
+writer here does; the ratio to it is how close a writer gets to the file system. The
+directories are made under the temporary directory (``TMPDIR``): set it to a tmpfs such as
+``/dev/shm`` to take the disk out of the figures.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from zstdpool._bench.data import have_numpy, partitioned_table
+from zstdpool._bench.runner import Contender, Profile, Timed, Unavailable, Workload, register_source
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+#: zstd level of every contender (iceberg-go's benchmark).
+LEVEL = 3
+
+#: (rows, partitions) per profile.
+SHAPES: dict[str, tuple[tuple[int, int], ...]] = {
+    "tiny": ((2_000, 10),),
+    "quick": ((100_000, 1000), (100_000, 10)),
+    "full": ((100_000, 1000), (1_000_000, 1000), (100_000, 10)),
+}
+
+
+@dataclass(frozen=True)
+class DatasetCase:
+    rows: int
+    partitions: int
+    format: str  # "parquet" or "ipc"
+
+    @property
+    def name(self) -> str:
+        return f"{self.format} {self.rows} rows, {self.partitions} partitions"
+
+    def table(self) -> pa.Table:
+        return partitioned_table(self.rows, self.partitions)
+
+
+def _directory(stack: ExitStack) -> str:
+    base = tempfile.mkdtemp(prefix="zstdpool-bench-dataset-")
+    stack.callback(shutil.rmtree, base, ignore_errors=True)
+    return os.path.join(base, "out")
+
+
+def _zstdpool(case: DatasetCase) -> Callable[[ExitStack], Timed]:
+    def setup(stack: ExitStack) -> Timed:
+        import zstdpool.dataset
+
+        table, out = case.table(), _directory(stack)
+        return functools.partial(
+            zstdpool.dataset.write_dataset,
+            table,
+            out,
+            partitioning=["partition_key"],
+            format=case.format,  # type: ignore[arg-type]
+            level=LEVEL,
+            existing_data_behavior="overwrite_or_ignore",
+        )
+
+    return setup
+
+
+def _pyarrow(case: DatasetCase) -> Callable[[ExitStack], Timed]:
+    def setup(stack: ExitStack) -> Timed:
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+
+        table, out = case.table(), _directory(stack)
+        if case.format == "parquet":
+            fmt: Any = ds.ParquetFileFormat()
+            options = fmt.make_write_options(compression="zstd", compression_level=LEVEL)
+        else:
+            fmt = ds.IpcFileFormat()
+            options = fmt.make_write_options(compression=pa.Codec("zstd", LEVEL))
+
+        def call() -> str:
+            ds.write_dataset(
+                table,
+                out,
+                format=fmt,
+                file_options=options,
+                partitioning=["partition_key"],
+                partitioning_flavor="hive",
+                existing_data_behavior="overwrite_or_ignore",
+                max_partitions=100_000,
+            )
+            return out
+
+        return call
+
+    return setup
+
+
+def _polars(case: DatasetCase) -> Callable[[ExitStack], Timed]:
+    def setup(stack: ExitStack) -> Timed:
+        import polars as pl
+
+        if case.format != "parquet":
+            raise Unavailable("polars writes partitioned datasets of Parquet files only")
+        frame, out = pl.from_arrow(case.table()), _directory(stack)
+        assert isinstance(frame, pl.DataFrame)
+
+        def call() -> str:
+            frame.write_parquet(
+                out, compression="zstd", compression_level=LEVEL, partition_by=["partition_key"]
+            )
+            return out
+
+        return call
+
+    return setup
+
+
+def _floor(case: DatasetCase) -> Callable[[ExitStack], Timed]:
+    def setup(stack: ExitStack) -> Timed:
+        import zstdpool.dataset
+
+        source, out = _directory(stack), _directory(stack) + "-floor"
+        files = zstdpool.dataset.write_dataset(
+            case.table(),
+            source,
+            partitioning=["partition_key"],
+            format=case.format,  # type: ignore[arg-type]
+            level=LEVEL,
+        )
+        contents = []
+        for f in files:
+            relative = os.path.relpath(f["path"], source)
+            with open(f["path"], "rb") as fh:
+                contents.append((os.path.join(out, relative), fh.read()))
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+
+        def call() -> str:
+            for path, data in contents:
+                directory = os.path.dirname(path)
+                os.makedirs(directory, exist_ok=True)
+                temp = os.path.join(directory, ".floor.tmp")
+                fd = os.open(temp, flags, 0o666)
+                os.write(fd, data)
+                os.close(fd)
+                os.rename(temp, path)
+            return out
+
+        return call
+
+    return setup
+
+
+def check_dataset(case: DatasetCase, out: object) -> None:
+    """Raises AssertionError unless pyarrow reads the dataset under ``out`` as the input."""
+    import pyarrow.dataset as ds
+
+    assert isinstance(out, (str, list)), out
+    path = out if isinstance(out, str) else os.path.dirname(os.path.dirname(out[0]["path"]))
+    fmt = "parquet" if case.format == "parquet" else "arrow"
+    got = ds.dataset(path, format=fmt, partitioning="hive").to_table()
+    want = case.table()
+    if got.num_rows != want.num_rows:
+        raise AssertionError(f"{got.num_rows} rows read, {want.num_rows} written")
+    if got.sort_by("id").column("value") != want.column("value"):
+        raise AssertionError("the values read differ from those written")
+
+
+def _bytes(case: DatasetCase, out: object) -> dict[str, float]:
+    path = out if isinstance(out, str) else os.path.dirname(os.path.dirname(out[0]["path"]))  # type: ignore[index]
+    total = sum(os.path.getsize(os.path.join(r, n)) for r, _, names in os.walk(path) for n in names)
+    return {"bytes": total}
+
+
+def dataset_workload(case: DatasetCase) -> Workload:
+    contenders = [
+        ("zstdpool write_dataset", _zstdpool(case), ()),
+        ("pyarrow", _pyarrow(case), ("pyarrow",)),
+        ("polars", _polars(case), ("polars",)),
+        ("file system floor", _floor(case), ()),
+    ]
+    return Workload(
+        name=f"dataset {case.name}",
+        group="dataset",
+        description=(
+            f"Write {case.rows} rows as a Hive dataset of {case.partitions} partitions "
+            f"(iceberg-go's shape), zstd level {LEVEL}, {case.format} files, overwriting the "
+            "previous call's files. Bytes: the files."
+        ),
+        contenders=tuple(
+            Contender(
+                label,
+                setup,
+                check=functools.partial(check_dataset, case),
+                extra=functools.partial(_bytes, case),
+                requires=requires,
+            )
+            for label, setup, requires in contenders
+        ),
+        nbytes=case.table().nbytes,
+    )
+
+
+@register_source
+def dataset_workloads(profile: Profile) -> Iterator[Workload]:
+    """The dataset workloads (none without numpy)."""
+    if not have_numpy():
+        print(
+            "note: the dataset workloads need numpy: pip install 'zstdpool[bench]'", file=sys.stderr
+        )
+        return
+    for rows, partitions in SHAPES.get(profile.name, SHAPES["quick"]):
+        for fmt in ("parquet", "ipc"):
+            yield dataset_workload(DatasetCase(rows, partitions, fmt))

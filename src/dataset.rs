@@ -1,0 +1,190 @@
+//! `zstdpool.dataset.write_dataset`.
+
+use std::path::PathBuf;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
+
+use crate::buffer::type_name;
+use crate::errors;
+use crate::errors::{IntoPyErr as _, OrRaise as _};
+use crate::input::{to_input, Failure};
+use crate::io::{as_path, unwrap_py_error};
+use crate::ipc_writer::durability;
+use crate::pool::{pool_or_default, PyContextPool};
+use zstdpool_core::dataset::{
+    DatasetOptions, DatasetWriter, ExistingData, FileFormat, WrittenFile,
+};
+use zstdpool_core::error::Error;
+use zstdpool_core::ipc::{Compression, WriterOptions};
+use zstdpool_core::params;
+use zstdpool_core::parquet::{PageCodec, PerColumn, WriteOptions};
+
+/// The partition columns: a list of names, or a pyarrow Hive `Partitioning` (its schema's).
+fn partition_columns(partitioning: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
+    let Some(p) = partitioning.filter(|p| !p.is_none()) else {
+        return Ok(Vec::new());
+    };
+    if let Ok(names) = p.extract::<Vec<String>>() {
+        return Ok(names);
+    }
+    if p.hasattr("schema")? && type_name(p).contains("Partitioning") {
+        if !type_name(p).contains("Hive") {
+            return Err(errors::wrong_type(format!(
+                "partitioning: only Hive partitioning (key=value directories) is written, not \
+                 a '{}'",
+                type_name(p)
+            )));
+        }
+        return p.getattr("schema")?.getattr("names")?.extract();
+    }
+    Err(errors::wrong_type(format!(
+        "partitioning must be a list of column names, a pyarrow Hive partitioning or None, \
+         not '{}'",
+        type_name(p)
+    )))
+}
+
+fn file_format(
+    format: &str,
+    compression: Option<&str>,
+    level: Option<i64>,
+) -> PyResult<FileFormat> {
+    match format.to_ascii_lowercase().as_str() {
+        "parquet" => Ok(FileFormat::Parquet(WriteOptions {
+            compression: PerColumn::all(PageCodec::from_name(compression, level).or_raise()?),
+            ..Default::default()
+        })),
+        "ipc" | "arrow" | "feather" => Ok(FileFormat::Ipc(WriterOptions {
+            compression: Compression::from_name(compression, level).or_raise()?,
+            ..Default::default()
+        })),
+        other => Err(Error::Parameter(format!(
+            "unknown format {other:?}: use \"parquet\" or \"ipc\" (also \"arrow\", \"feather\")"
+        ))
+        .into_py_err()),
+    }
+}
+
+fn existing(behavior: &str) -> PyResult<ExistingData> {
+    match behavior {
+        "error" => Ok(ExistingData::Error),
+        "overwrite_or_ignore" => Ok(ExistingData::OverwriteOrIgnore),
+        "delete_matching" => Ok(ExistingData::DeleteMatching),
+        other => Err(Error::Parameter(format!(
+            "existing_data_behavior must be \"error\", \"overwrite_or_ignore\" or \
+             \"delete_matching\", not {other:?}"
+        ))
+        .into_py_err()),
+    }
+}
+
+fn files_list<'py>(py: Python<'py>, files: &[WrittenFile]) -> PyResult<Bound<'py, PyList>> {
+    let list = PyList::empty(py);
+    for f in files {
+        let d = PyDict::new(py);
+        d.set_item("path", f.path.as_os_str())?;
+        d.set_item("num_rows", f.rows)?;
+        d.set_item("size", f.bytes)?;
+        list.append(d)?;
+    }
+    Ok(list)
+}
+
+/// Writes `data` (a table, batch, reader, DataFrame or Arrow PyCapsule object; a reader or
+/// stream is written batch by batch, so it may be larger than memory) as a dataset under
+/// `base_dir`, partitioned into Hive directories (`key=value/`, values escaped as pyarrow
+/// escapes them, nulls as `__HIVE_DEFAULT_PARTITION__`) by the columns `partitioning` names,
+/// which the files then leave out. Returns the files written, as dicts of `path`, `num_rows`
+/// and `size`, in no particular order.
+///
+/// `format` is "parquet" (the default) or "ipc" ("arrow" and "feather" too: Arrow IPC files);
+/// `compression` and `level` are the format's own (zstd at level 1 by default, as pyarrow's).
+/// Files are named by `basename_template` (default `part-{i}.parquet` or `part-{i}.arrow`,
+/// `{i}` counting from 0 in each directory). `existing_data_behavior` is "error" (refuse a
+/// base directory that is not empty), "overwrite_or_ignore" or "delete_matching" (empty each
+/// partition directory written), as in pyarrow. Rows of each partition wait in memory until
+/// the input ends or `max_pending_bytes` of them wait (then every partition's rows are
+/// written); at most `max_open_files` files are open; a partition of more than
+/// `max_rows_per_file` rows is written as several files. Files are written on `threads`
+/// threads (None: by the work), all leasing contexts from one pool. Rows keep their order
+/// within a partition.
+///
+/// Each file is written under a hidden temporary name and renamed into place when complete
+/// (`fsync=True`: synced with its directory too). If the write fails, the exception has a
+/// `completed_files` attribute with the files that were whole before it; no partial file is
+/// left under a final name.
+#[pyfunction]
+#[pyo3(signature = (data, base_dir, *, partitioning=None, format="parquet", compression="zstd", level=None, basename_template=None, existing_data_behavior="error", max_open_files=1024, max_rows_per_file=None, max_pending_bytes=268435456, threads=None, fsync=false, pool=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn write_dataset<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    base_dir: &Bound<'py, PyAny>,
+    partitioning: Option<&Bound<'py, PyAny>>,
+    format: &str,
+    compression: Option<&str>,
+    level: Option<i64>,
+    basename_template: Option<String>,
+    existing_data_behavior: &str,
+    max_open_files: i64,
+    max_rows_per_file: Option<i64>,
+    max_pending_bytes: i64,
+    threads: Option<i64>,
+    fsync: bool,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyList>> {
+    let base: PathBuf = as_path(base_dir)?.ok_or_else(|| {
+        errors::wrong_type(format!(
+            "base_dir must be a str or os.PathLike, not '{}'",
+            type_name(base_dir)
+        ))
+    })?;
+    let options = DatasetOptions {
+        partitioning: partition_columns(partitioning)?,
+        format: file_format(format, compression, level)?,
+        basename_template,
+        existing_data: existing(existing_data_behavior)?,
+        max_open_files: params::count("max_open_files", max_open_files).or_raise()?,
+        max_rows_per_file: max_rows_per_file
+            .map(|n| params::count("max_rows_per_file", n))
+            .transpose()
+            .or_raise()?,
+        max_pending_bytes: params::size("max_pending_bytes", max_pending_bytes).or_raise()?,
+        threads: params::threads(threads).or_raise()?,
+        durability: durability(fsync),
+    };
+    let input = to_input(data)?;
+    let pool = pool_or_default(pool);
+    let (result, written) = py.detach(move || {
+        let mut input = match input.import() {
+            Ok(input) => input,
+            Err(e) => return (Err(e), Vec::new()),
+        };
+        let mut writer = match DatasetWriter::try_new(&base, input.schema(), options, pool) {
+            Ok(w) => w,
+            Err(e) => return (Err(Failure::Encode(unwrap_py_error(e))), Vec::new()),
+        };
+        let result = (|| -> Result<(), Failure> {
+            while let Some(batch) = input.next_batch()? {
+                writer
+                    .write(&batch)
+                    .map_err(|e| Failure::Encode(unwrap_py_error(e)))?;
+            }
+            writer
+                .finish()
+                .map_err(|e| Failure::Encode(unwrap_py_error(e)))?;
+            Ok(())
+        })();
+        (result, writer.written().to_vec())
+    });
+    match result {
+        Ok(()) => files_list(py, &written),
+        Err(failure) => {
+            let err = failure.into_err(data);
+            err.value(py)
+                .setattr("completed_files", files_list(py, &written)?)?;
+            Err(err)
+        }
+    }
+}
