@@ -1,7 +1,7 @@
 """The workloads of ``python -m zstdpool bench`` under pytest-benchmark, one case per contender.
 
 The cases are the workloads and contenders declared once in :mod:`zstdpool._bench` (codec,
-ipc, threads), exactly those the command line times. Each case sets its contender up, makes
+ipc, threads, parquet, dataset, paths), exactly those the command line times. Each case sets its contender up, makes
 its first call and checks the result with the contender's own check (as the command line
 does before timing: a long-lived writer's later results are not whole streams), then hands
 the timed callable to the ``benchmark`` fixture, grouped by workload.
@@ -23,6 +23,7 @@ from zstdpool._bench.runner import (
     Contender,
     Unavailable,
     Workload,
+    before_each,
     load_workloads,
     prepare,
     verify,
@@ -57,4 +58,8 @@ def test_contender(benchmark: Any, case: tuple[Workload, Contender]) -> None:
             pytest.skip(str(e))
         verify(contender, first)
         benchmark.group = workload.name
-        benchmark(fn)
+        reset = before_each(fn)
+        if reset is None:
+            benchmark(fn)
+        else:  # a writer of a directory writes into an emptied one each round, as in the CLI
+            benchmark.pedantic(fn, setup=reset, rounds=5)

@@ -153,6 +153,17 @@ def _parquet_metadata() -> object:
     return zstdpool.parquet.ParquetFile(zstdpool.parquet.write_table(table)).metadata
 
 
+def _written_file() -> object:
+    import tempfile
+
+    import zstdpool.dataset
+
+    with tempfile.TemporaryDirectory() as d:
+        return zstdpool.dataset.write_dataset(
+            pa.table({"k": [1, 2], "v": [3, 4]}), d, partitioning=["k"]
+        )[0]
+
+
 def _inspected() -> object:
     table = pa.table({"n": [1, 2, 3], "s": pa.array(["a", "b", "a"]).dictionary_encode()})
     return zstdpool._zstdpool.inspect_ipc(zstdpool.ipc.write_file(table))
@@ -166,8 +177,16 @@ def _inspected() -> object:
         ("MemoryStats", zstdpool.memory_stats),
         ("IpcInspection", _inspected),
         ("ParquetMetadata", _parquet_metadata),
+        ("WrittenFile", _written_file),
     ],
-    ids=["ContextPool.stats", "pool_stats", "memory_stats", "inspect_ipc", "ParquetFile.metadata"],
+    ids=[
+        "ContextPool.stats",
+        "pool_stats",
+        "memory_stats",
+        "inspect_ipc",
+        "ParquetFile.metadata",
+        "write_dataset",
+    ],
 )
 def test_typed_dicts_have_the_runtime_keys_and_types(typed_dict: str, make: object) -> None:
     """The TypedDicts of the stub name exactly the keys the module returns (their nested ones
@@ -190,6 +209,7 @@ def test_every_typed_dict_is_checked() -> None:
         "ParquetMetadata",
         "ParquetRowGroup",
         "ParquetColumnChunk",
+        "WrittenFile",
     }
 
 
