@@ -1,10 +1,10 @@
 """The workloads of ``python -m zstdpool bench`` under pytest-benchmark, one case per contender.
 
 The cases are the workloads and contenders declared once in :mod:`zstdpool._bench` (codec,
-ipc, threads, parquet, dataset, paths), exactly those the command line times. Each case sets its contender up, makes
-its first call and checks the result with the contender's own check (as the command line
-does before timing: a long-lived writer's later results are not whole streams), then hands
-the timed callable to the ``benchmark`` fixture, grouped by workload.
+ipc, threads, parquet, dataset, paths), exactly those the command line times. Each case sets
+its contender up, makes its first call and checks the result with the contender's own check
+(as the command line does before timing: a long-lived writer's later results are not whole
+streams), then hands the timed callable to the ``benchmark`` fixture, grouped by workload.
 
 Benchmarking is off by default (``--benchmark-disable`` in pyproject), so a plain ``pytest``
 runs each case on the inputs of the ``tiny`` profile, as a smoke test of every contender;

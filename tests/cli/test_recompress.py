@@ -330,3 +330,14 @@ def test_progress_shows_for_large_inputs_on_a_terminal() -> None:
         progress.update(batch, batch * 5)
     progress.finish(many, 1000)
     assert f"100%  1000 B/1000 B, {many} batches" in out.text and out.text.endswith("\n")
+
+
+def test_recompress_keeps_a_private_dst_private_and_can_fsync(tmp_path: Path) -> None:
+    src, dst = tmp_path / "src.arrow", tmp_path / "dst.arrow"
+    write_pa_file(None)(src)
+    dst.write_bytes(b"old")
+    dst.chmod(0o600)
+    result = run("recompress", src, dst, "--fsync")
+    assert result.returncode == 0, result.stderr
+    assert (dst.stat().st_mode & 0o777) == 0o600
+    assert read_arrow(dst).equals(TABLE, check_metadata=True)

@@ -45,12 +45,19 @@ def _add_inspect(subparsers: Subparsers) -> None:
     add_inspect(subparsers)
 
 
+def _add_clean(subparsers: Subparsers) -> None:
+    from zstdpool._cli.clean import add_clean
+
+    add_clean(subparsers)
+
+
 #: One function per subcommand, which imports the subcommand's module only when the parser is
 #: built; to add one, write its module with ``add_<name>(subparsers)`` and list it here.
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
     _add_bench,
     _add_recompress,
     _add_inspect,
+    _add_clean,
 )
 
 

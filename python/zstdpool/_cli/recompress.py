@@ -79,6 +79,12 @@ def add_recompress(subparsers: Any) -> None:
         help="DST's format: stream, or file (Feather v2); default: SRC's format",
     )
     p.add_argument(
+        "--fsync",
+        action="store_true",
+        help="sync DST and its directory before finishing, so that it survives a power loss "
+        "(default: renamed into place unsynced, as pyarrow and polars write)",
+    )
+    p.add_argument(
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -230,7 +236,16 @@ def run_recompress(args: argparse.Namespace) -> int:
         dst_format = args.format or src_format
         try:
             result = _recompress(
-                f, src, src_format, size, dst, dst_format, compression, args.level, args.progress
+                f,
+                src,
+                src_format,
+                size,
+                dst,
+                dst_format,
+                compression,
+                args.level,
+                args.progress,
+                args.fsync,
             )
         except runtime_errors() as e:
             return failure(f"{src} -> {dst}: {e}" if isinstance(e, OSError) else f"{src}: {e}")
@@ -264,6 +279,7 @@ def _recompress(
     compression: Codec | None,
     level: int | None,
     progress_mode: bool | None,
+    fsync: bool = False,
 ) -> Recompressed:
     from zstdpool import ipc
     from zstdpool.errors import ZstdError
@@ -295,7 +311,9 @@ def _recompress(
         progress = Progress(sys.stderr, progress_mode, size, total_batches)
         opener = ipc.new_file if dst_format == "file" else ipc.new_stream
         extra: dict[str, Any] = {"metadata": metadata} if metadata and dst_format == "file" else {}
-        writer = opener(dst, reader.schema, compression=compression, level=level, **extra)
+        writer = opener(
+            dst, reader.schema, compression=compression, level=level, fsync=fsync, **extra
+        )
         batches = rows = 0
         try:
             for batch in reader:
