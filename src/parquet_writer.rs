@@ -97,40 +97,24 @@ fn codecs(
     let codec = |name: Option<&str>, column: Option<&str>| {
         PageCodec::from_name(name, levels.for_column(column)).or_raise()
     };
-    let given = match compression {
-        CodecArg::Zstd => None,
-        CodecArg::Given(c) => Some(c),
+    // One codec for every column, at each column's level where levels are per column.
+    let every = |name: Option<&str>| -> PyResult<PerColumn<PageCodec>> {
+        let mut all = PerColumn::all(codec(name, None)?);
+        if let Levels::PerColumn(per) = &levels {
+            for (column, _) in per {
+                all.columns
+                    .insert(column.clone(), codec(name, Some(column))?);
+            }
+        }
+        Ok(all)
     };
-    if given.is_none() {
-        let mut all = PerColumn::all(codec(Some("zstd"), None)?);
-        if let Levels::PerColumn(per) = &levels {
-            for (column, _) in per {
-                all.columns
-                    .insert(column.clone(), codec(Some("zstd"), Some(column))?);
-            }
-        }
-        return Ok(all);
-    }
-    let Some(compression) = given.filter(|c| !c.is_none()) else {
-        let mut all = PerColumn::all(codec(None, None)?);
-        if let Levels::PerColumn(per) = &levels {
-            for (column, _) in per {
-                all.columns
-                    .insert(column.clone(), codec(None, Some(column))?);
-            }
-        }
-        return Ok(all);
+    let compression = match compression {
+        CodecArg::Zstd => return every(Some("zstd")),
+        CodecArg::Given(c) if c.is_none() => return every(None),
+        CodecArg::Given(c) => c,
     };
     if let Ok(name) = compression.cast::<PyString>() {
-        let name = name.to_str()?;
-        let mut all = PerColumn::all(codec(Some(name), None)?);
-        if let Levels::PerColumn(per) = &levels {
-            for (column, _) in per {
-                all.columns
-                    .insert(column.clone(), codec(Some(name), Some(column))?);
-            }
-        }
-        return Ok(all);
+        return every(Some(name.to_str()?));
     }
     if let Ok(dict) = compression.cast::<PyDict>() {
         let mut all = PerColumn::all(PageCodec::None);

@@ -7,6 +7,7 @@
 //! (`footer`) before the crate parses it, and `pages` decompresses each page the crate's page
 //! reader hands it, before the crate decodes the values; `source` gives the bytes.
 
+mod body;
 mod footer;
 mod options;
 mod pages;

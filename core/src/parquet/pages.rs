@@ -15,6 +15,7 @@ use ::parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use ::parquet::file::serialized_reader::SerializedPageReader;
 use bytes::Bytes;
 
+use super::body::{swap_body, Body};
 use super::source::ParquetSource;
 use crate::codec::{plan_decompress, DecompressPlan};
 use crate::context::{DecompressParams, Decompressor};
@@ -141,72 +142,28 @@ struct ZstdPages {
 
 impl ZstdPages {
     fn decompress(&mut self, page: Page) -> Result<Page> {
-        Ok(match page {
-            Page::DataPage {
+        swap_body(page, |body| match body {
+            Body::Whole(buf) => Ok((self.body(buf)?, false)),
+            Body::V2 {
                 buf,
-                num_values,
-                encoding,
-                def_level_encoding,
-                rep_level_encoding,
-                statistics,
-            } => Page::DataPage {
-                buf: self.body(&buf)?,
-                num_values,
-                encoding,
-                def_level_encoding,
-                rep_level_encoding,
-                statistics,
-            },
-            Page::DictionaryPage {
-                buf,
-                num_values,
-                encoding,
-                is_sorted,
-            } => Page::DictionaryPage {
-                buf: self.body(&buf)?,
-                num_values,
-                encoding,
-                is_sorted,
-            },
-            Page::DataPageV2 {
-                buf,
-                num_values,
-                encoding,
-                num_nulls,
-                num_rows,
-                def_levels_byte_len,
-                rep_levels_byte_len,
+                levels,
                 is_compressed,
-                statistics,
             } => {
-                let levels = def_levels_byte_len as usize + rep_levels_byte_len as usize;
                 if levels > buf.len() {
                     return Err(Error::Parquet(format!(
                         "a v2 data page declares {levels} bytes of levels in {} bytes",
                         buf.len()
                     )));
                 }
-                let buf = if is_compressed && buf.len() > levels {
-                    let values = self.body(&buf[levels..])?;
-                    let mut out = Vec::new();
-                    out.try_reserve_exact(levels + values.len())?;
-                    out.extend_from_slice(&buf[..levels]);
-                    out.extend_from_slice(&values);
-                    Bytes::from(out)
-                } else {
-                    buf
-                };
-                Page::DataPageV2 {
-                    buf,
-                    num_values,
-                    encoding,
-                    num_nulls,
-                    num_rows,
-                    def_levels_byte_len,
-                    rep_levels_byte_len,
-                    is_compressed: false,
-                    statistics,
+                if !is_compressed || buf.len() == levels {
+                    return Ok((buf.clone(), false));
                 }
+                let values = self.body(&buf[levels..])?;
+                let mut out = Vec::new();
+                out.try_reserve_exact(levels + values.len())?;
+                out.extend_from_slice(&buf[..levels]);
+                out.extend_from_slice(&values);
+                Ok((Bytes::from(out), false))
             }
         })
     }

@@ -20,6 +20,7 @@ use ::parquet::file::serialized_reader::SerializedPageReader;
 use ::parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use bytes::{Bytes, BytesMut};
 
+use super::body::{swap_body, Body};
 use super::options::PageCodec;
 use crate::context::{CompressParams, Compressor};
 use crate::error::{Error, Result};
@@ -156,69 +157,25 @@ pub(crate) fn repage(
 /// a v2 body that would not shrink is stored as it is, as the format allows).
 fn compress_page(page: Page, compressor: &mut Compressor) -> Result<CompressedPage> {
     let uncompressed_size = page.buffer().len();
-    let page = match page {
-        Page::DataPage {
-            buf,
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        } => Page::DataPage {
-            buf: compress_body(&buf, compressor)?,
-            num_values,
-            encoding,
-            def_level_encoding,
-            rep_level_encoding,
-            statistics,
-        },
-        Page::DictionaryPage {
-            buf,
-            num_values,
-            encoding,
-            is_sorted,
-        } => Page::DictionaryPage {
-            buf: compress_body(&buf, compressor)?,
-            num_values,
-            encoding,
-            is_sorted,
-        },
-        Page::DataPageV2 {
-            buf,
-            num_values,
-            encoding,
-            num_nulls,
-            num_rows,
-            def_levels_byte_len,
-            rep_levels_byte_len,
-            is_compressed: _,
-            statistics,
-        } => {
-            let levels = (def_levels_byte_len + rep_levels_byte_len) as usize;
-            let values = &buf[levels..];
+    let page = swap_body(page, |body| match body {
+        Body::Whole(buf) => Ok((compress_body(buf, compressor)?, false)),
+        Body::V2 { buf, levels, .. } => {
+            let values = buf.get(levels..).ok_or_else(|| {
+                Error::Parquet(format!(
+                    "the encoder wrote a v2 page of {} bytes with {levels} bytes of levels",
+                    buf.len()
+                ))
+            })?;
             let frame = compressor.compress_to_scratch(values)?;
-            let is_compressed = !values.is_empty() && frame.len() < values.len();
-            let buf = if is_compressed {
-                let mut b = BytesMut::with_capacity(levels + frame.len());
-                b.extend_from_slice(&buf[..levels]);
-                b.extend_from_slice(frame);
-                b.freeze()
-            } else {
-                buf
-            };
-            Page::DataPageV2 {
-                buf,
-                num_values,
-                encoding,
-                num_nulls,
-                num_rows,
-                def_levels_byte_len,
-                rep_levels_byte_len,
-                is_compressed,
-                statistics,
+            if values.is_empty() || frame.len() >= values.len() {
+                return Ok((buf.clone(), false));
             }
+            let mut b = BytesMut::with_capacity(levels + frame.len());
+            b.extend_from_slice(&buf[..levels]);
+            b.extend_from_slice(frame);
+            Ok((b.freeze(), true))
         }
-    };
+    })?;
     Ok(CompressedPage::new(page, uncompressed_size))
 }
 
