@@ -16,10 +16,14 @@ pyo3::import_exception!(zstdpool.errors, BusyError);
 pyo3::import_exception!(zstdpool.errors, ClosedError);
 pyo3::import_exception!(zstdpool.errors, CompressionError);
 pyo3::import_exception!(zstdpool.errors, DecompressionError);
+pyo3::import_exception!(zstdpool.errors, IpcDecompressionError);
 pyo3::import_exception!(zstdpool.errors, IpcError);
+pyo3::import_exception!(zstdpool.errors, IpcOutputLimitError);
 pyo3::import_exception!(zstdpool.errors, OutputLimitError);
 pyo3::import_exception!(zstdpool.errors, ParameterError);
+pyo3::import_exception!(zstdpool.errors, ParquetDecompressionError);
 pyo3::import_exception!(zstdpool.errors, ParquetError);
+pyo3::import_exception!(zstdpool.errors, ParquetOutputLimitError);
 
 /// The exception for a core error.
 pub fn from_core(err: Error) -> PyErr {
@@ -34,6 +38,27 @@ pub fn from_core(err: Error) -> PyErr {
             Error::Parquet(m) => ParquetError::new_err(m),
             Error::Io(io) => os_error(io),
         }
+    }
+}
+
+/// The data format a reader or writer works in. A corrupt or oversized compressed body inside
+/// Arrow IPC or Parquet data raises that format's error class as well as the codec's
+/// (`IpcDecompressionError` is an `IpcError` and a `DecompressionError`), so that code written
+/// for pyarrow, which catches `pa.ArrowInvalid`, catches it.
+#[derive(Clone, Copy, Debug)]
+pub enum Format {
+    Ipc,
+    Parquet,
+}
+
+/// The exception for a core error met reading or writing `format`.
+pub fn from_core_in(format: Format, err: Error) -> PyErr {
+    match (format, err) {
+        (Format::Ipc, Error::Corrupt(m)) => IpcDecompressionError::new_err(m),
+        (Format::Ipc, Error::Limit(m)) => IpcOutputLimitError::new_err(m),
+        (Format::Parquet, Error::Corrupt(m)) => ParquetDecompressionError::new_err(m),
+        (Format::Parquet, Error::Limit(m)) => ParquetOutputLimitError::new_err(m),
+        (_, err) => from_core(err),
     }
 }
 

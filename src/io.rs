@@ -71,16 +71,22 @@ impl std::error::Error for PyIoError {}
 /// The Python exception behind an I/O error, if a Python file object raised it; otherwise the
 /// core error mapped as usual.
 pub fn unwrap_py_error(err: Error) -> PyErr {
-    if let Error::Io(io) = &err {
-        if io.get_ref().is_some_and(|e| e.is::<PyIoError>()) {
-            if let Error::Io(io) = err {
-                let inner = io.into_inner().expect("checked above");
-                let py_err = inner.downcast::<PyIoError>().expect("checked above");
-                return py_err.0;
-            }
+    take_py_error(err).unwrap_or_else(errors::from_core)
+}
+
+/// As [`unwrap_py_error`], for a reader or writer of `format` (see [`errors::Format`]).
+pub fn unwrap_py_error_in(format: errors::Format, err: Error) -> PyErr {
+    take_py_error(err).unwrap_or_else(|err| errors::from_core_in(format, err))
+}
+
+fn take_py_error(err: Error) -> Result<PyErr, Error> {
+    match err {
+        Error::Io(io) if io.get_ref().is_some_and(|e| e.is::<PyIoError>()) => {
+            let inner = io.into_inner().expect("checked above");
+            Ok(inner.downcast::<PyIoError>().expect("checked above").0)
         }
+        other => Err(other),
     }
-    crate::errors::from_core(err)
 }
 
 /// Removes zstdpool's temporary files left by writes that never finished (a process killed

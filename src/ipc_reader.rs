@@ -11,15 +11,21 @@ use pyo3::types::{PyCapsule, PyDict, PyList};
 use pyo3_arrow::PySchema;
 
 use crate::errors;
+use crate::errors::Format;
 use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
 use crate::held::Held;
-use crate::io::unwrap_py_error;
+use crate::io::unwrap_py_error_in;
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::InputSource;
 use zstdpool_core::error::{Error, Result};
 use zstdpool_core::ipc::inspect::inspect;
 use zstdpool_core::ipc::{FileReader, IpcFormat, ReadLimits, StreamReader};
 use zstdpool_core::params;
+
+/// The exception for a failed read: a corrupt or oversized body is also a IpcError.
+fn failed(err: Error) -> PyErr {
+    unwrap_py_error_in(Format::Ipc, err)
+}
 
 fn limits(max_buffer_size: Option<i64>, max_batch_size: Option<i64>) -> PyResult<ReadLimits> {
     let d = ReadLimits::default();
@@ -55,7 +61,7 @@ pub struct PyIpcStreamReader {
 impl PyIpcStreamReader {
     fn next_batch(&self, py: Python<'_>) -> PyResult<Option<RecordBatch>> {
         let mut reader = self.reader.take()?;
-        py.detach(|| reader.next_batch()).map_err(unwrap_py_error)
+        py.detach(|| reader.next_batch()).map_err(failed)
     }
 }
 
@@ -94,7 +100,7 @@ impl PyIpcStreamReader {
                 }
                 Ok(batches)
             })
-            .map_err(unwrap_py_error)?;
+            .map_err(failed)?;
         table_to_py(py, batches, self.schema.clone())
     }
 
@@ -196,9 +202,7 @@ impl PyIpcFileReader {
             )));
         }
         let mut reader = self.reader.take()?;
-        let batch = py
-            .detach(|| reader.batch(index as usize))
-            .map_err(unwrap_py_error)?;
+        let batch = py.detach(|| reader.batch(index as usize)).map_err(failed)?;
         batch_to_py(py, batch)
     }
 
@@ -213,7 +217,7 @@ impl PyIpcFileReader {
         let n = self.num_batches;
         let batches = py
             .detach(|| (0..n).map(|i| reader.batch(i)).collect::<Result<Vec<_>>>())
-            .map_err(unwrap_py_error)?;
+            .map_err(failed)?;
         table_to_py(py, batches, self.schema.clone())
     }
 
@@ -312,7 +316,7 @@ pub fn open_stream(
     let limits = limits(max_buffer_size, max_batch_size)?;
     let reader = py
         .detach(|| StreamReader::try_new(input, limits, pool, threads))
-        .map_err(unwrap_py_error)?;
+        .map_err(failed)?;
     let schema = reader.schema();
     check_exportable(&schema)?;
     Ok(PyIpcStreamReader {
@@ -345,7 +349,7 @@ pub fn open_file(
     let limits = limits(max_buffer_size, max_batch_size)?;
     let reader = py
         .detach(|| FileReader::try_new(input, limits, pool, threads))
-        .map_err(unwrap_py_error)?;
+        .map_err(failed)?;
     let schema = reader.schema();
     check_exportable(&schema)?;
     let num_batches = reader.num_batches();
@@ -415,7 +419,7 @@ pub fn inspect_ipc<'py>(
     let mut input = InputSource::open(source)?;
     let found = py
         .detach(|| inspect(&mut input, &ReadLimits::default()))
-        .map_err(unwrap_py_error)?;
+        .map_err(failed)?;
     let d = PyDict::new(py);
     d.set_item(
         "format",

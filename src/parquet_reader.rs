@@ -9,15 +9,21 @@ use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
 use pyo3_arrow::PySchema;
 
 use crate::errors;
+use crate::errors::Format;
 use crate::errors::OrRaise as _;
 use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
 use crate::held::Held;
-use crate::io::unwrap_py_error;
+use crate::io::unwrap_py_error_in;
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::parquet_source;
-use zstdpool_core::error::Result;
+use zstdpool_core::error::{Error, Result};
 use zstdpool_core::params;
 use zstdpool_core::parquet::{Batches, ParquetFile, ParquetLimits};
+
+/// The exception for a failed read: a corrupt or oversized body is also a ParquetError.
+fn failed(err: Error) -> PyErr {
+    unwrap_py_error_in(Format::Parquet, err)
+}
 
 fn limits(max_page_size: Option<i64>) -> PyResult<ParquetLimits> {
     let mut limits = ParquetLimits::default();
@@ -47,7 +53,7 @@ fn open(
     let limits = limits(max_page_size)?;
     let pool = pool_or_default(pool);
     py.detach(|| ParquetFile::open(source, limits, pool, threads))
-        .map_err(unwrap_py_error)
+        .map_err(failed)
 }
 
 /// Reads `columns` (all by default) of `row_groups` (all by default) into one pyarrow Table.
@@ -61,7 +67,7 @@ fn read<'py>(
     let projection = file.projection(columns.as_deref()).or_raise()?;
     let batches = py
         .detach(|| file.read(&projection, row_groups.as_deref(), threads))
-        .map_err(unwrap_py_error)?;
+        .map_err(failed)?;
     table_to_py(py, batches, projection.schema().clone())
 }
 
@@ -190,7 +196,7 @@ impl PyParquetFile {
         let projection = file.projection(columns.as_deref()).or_raise()?;
         let batches = py
             .detach(|| file.batches(&projection, row_groups.as_deref(), batch_size))
-            .map_err(unwrap_py_error)?;
+            .map_err(failed)?;
         Ok(PyParquetBatches {
             schema: batches.schema().clone(),
             batches: Held::new(batches, "Parquet batch iterator"),
@@ -261,9 +267,7 @@ impl PyParquetBatches {
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         let mut batches = self.batches.take()?;
-        let next = py
-            .detach(|| batches.next_batch())
-            .map_err(unwrap_py_error)?;
+        let next = py.detach(|| batches.next_batch()).map_err(failed)?;
         drop(batches);
         next.map(|b| batch_to_py(py, b)).transpose()
     }

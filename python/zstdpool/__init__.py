@@ -7,6 +7,8 @@ writer and IPC reader borrows one and gives it back.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from zstdpool import dataset, errors, ipc, parquet
 from zstdpool._zstdpool import (
     DEFAULT_LEVEL,
@@ -36,12 +38,22 @@ from zstdpool.errors import (
     ClosedError,
     CompressionError,
     DecompressionError,
-    IpcError,
     OutputLimitError,
     ParameterError,
-    ParquetError,
     ZstdError,
 )
+
+if TYPE_CHECKING:
+    from zstdpool.errors import IpcError, ParquetError
+
+
+def __getattr__(name: str) -> Any:
+    # IpcError and ParquetError derive from pyarrow.ArrowInvalid; zstdpool.errors makes them
+    # (importing pyarrow) on first use, not at import.
+    if name in ("IpcError", "ParquetError"):
+        return getattr(errors, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_LEVEL",

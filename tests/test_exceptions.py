@@ -1,0 +1,135 @@
+"""The exception classes: what each one also is, so that code written for pyarrow or for the
+standard library catches zstdpool's errors, and that importing zstdpool for its codec alone
+does not import pyarrow."""
+
+from __future__ import annotations
+
+import pickle
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+import zstdpool
+import zstdpool.errors as errors
+import zstdpool.ipc as ipc
+import zstdpool.parquet as zp
+
+from tests.helpers.env import subprocess_env
+
+TABLE = pa.table({"a": pa.array(range(10_000))})
+
+
+def _corrupt_first_frame(data: bytes) -> bytes:
+    """`data` with the header of its first zstd frame overwritten."""
+    out = bytearray(data)
+    start = out.find(b"\x28\xb5\x2f\xfd")
+    assert start >= 0
+    out[start + 4 : start + 12] = b"\xff" * 8
+    return bytes(out)
+
+
+def test_importing_zstdpool_and_compressing_does_not_import_pyarrow() -> None:
+    code = (
+        "import sys, zstdpool\n"
+        "assert zstdpool.decompress(zstdpool.compress(b'x' * 100)) == b'x' * 100\n"
+        "assert 'pyarrow' not in sys.modules, 'pyarrow was imported'\n"
+        "assert 'IpcError' in dir(zstdpool.errors)\n"
+        "assert issubclass(zstdpool.IpcError, zstdpool.ZstdError)\n"
+        "assert 'pyarrow' in sys.modules\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env()
+    )
+    assert result.returncode == 0, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "bases"),
+    [
+        ("IpcError", (errors.ZstdError, pa.ArrowInvalid, ValueError)),
+        ("IpcDecompressionError", (errors.IpcError, errors.DecompressionError)),
+        ("IpcOutputLimitError", (errors.IpcError, errors.OutputLimitError)),
+        ("ParquetError", (errors.ZstdError, pa.ArrowInvalid, ValueError)),
+        ("ParquetDecompressionError", (errors.ParquetError, errors.DecompressionError)),
+        ("ParquetOutputLimitError", (errors.ParquetError, errors.OutputLimitError)),
+    ],
+)
+def test_format_errors_are_arrow_invalid_and_the_codec_error(
+    name: str, bases: tuple[type, ...]
+) -> None:
+    cls = getattr(errors, name)
+    assert cls.__module__ == "zstdpool.errors" and cls.__qualname__ == name
+    assert all(issubclass(cls, base) for base in bases), cls.__mro__
+    assert issubclass(cls, pa.ArrowInvalid)
+    # It pickles by name (a worker process raising it, a result sent back to a parent).
+    err = cls("record batch 0: bad")
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is cls and str(back) == "record batch 0: bad"
+
+
+def test_the_codec_errors_stay_free_of_pyarrow() -> None:
+    for cls in (errors.DecompressionError, errors.OutputLimitError, errors.ParameterError):
+        assert not issubclass(cls, pa.ArrowException)
+
+
+def test_the_classes_are_made_once_under_concurrent_first_use() -> None:
+    code = (
+        "import threading, zstdpool.errors as e\n"
+        "got = []\n"
+        "start = threading.Barrier(8)\n"
+        "def use():\n"
+        "    start.wait()\n"
+        "    got.append((e.IpcError, e.ParquetOutputLimitError))\n"
+        "threads = [threading.Thread(target=use) for _ in range(8)]\n"
+        "[t.start() for t in threads]\n"
+        "[t.join() for t in threads]\n"
+        "assert len(set(got)) == 1, got\n"
+        "import zstdpool\n"
+        "assert zstdpool.IpcError is e.IpcError\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env()
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_an_unknown_name_is_still_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="NoSuchError"):
+        errors.NoSuchError  # noqa: B018
+    with pytest.raises(AttributeError, match="NoSuchError"):
+        zstdpool.NoSuchError  # noqa: B018
+
+
+@pytest.mark.parametrize("fmt", ["stream", "file"])
+def test_a_corrupt_ipc_body_is_caught_as_pyarrow_would_catch_it(fmt: str) -> None:
+    write, read = (
+        (ipc.write_stream, ipc.read_stream) if fmt == "stream" else (ipc.write_file, ipc.read_file)
+    )
+    bad = _corrupt_first_frame(write(TABLE))
+    with pytest.raises(pa.ArrowInvalid, match="record batch 0: buffer") as info:
+        read(bad)
+    assert type(info.value) is errors.IpcDecompressionError
+    assert isinstance(info.value, zstdpool.DecompressionError)
+    with pytest.raises(zstdpool.IpcError, match="truncated|not an Arrow IPC file"):
+        read(b"not arrow at all")
+
+
+def test_an_ipc_limit_is_an_ipc_output_limit_error() -> None:
+    data = ipc.write_stream(TABLE)
+    with pytest.raises(errors.IpcOutputLimitError, match="max_buffer_size") as info:
+        ipc.read_stream(data, max_buffer_size=100)
+    assert isinstance(info.value, pa.ArrowInvalid)
+    assert isinstance(info.value, zstdpool.OutputLimitError)
+
+
+def test_a_corrupt_parquet_page_is_caught_as_pyarrow_would_catch_it() -> None:
+    bad = _corrupt_first_frame(zp.write_table(TABLE))
+    with pytest.raises(pa.ArrowInvalid, match="row group 0, column 'a'") as info:
+        zp.read_table(bad)
+    assert type(info.value) is errors.ParquetDecompressionError
+    assert isinstance(info.value, zstdpool.DecompressionError)
+    with pytest.raises(errors.ParquetOutputLimitError, match="max_page_size"):
+        zp.read_table(zp.write_table(TABLE), max_page_size=100)
+    with pytest.raises(pa.ArrowInvalid):
+        zp.read_table(b"PAR1 but not parquet PAR1")
