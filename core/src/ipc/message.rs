@@ -2,9 +2,10 @@
 
 use arrow_ipc::{
     BodyCompressionBuilder, BodyCompressionMethod, CompressionType, DictionaryBatchBuilder,
-    FieldNode, Message, MessageBuilder, MessageHeader, RecordBatchBuilder,
+    FieldNode, KeyValue, KeyValueBuilder, Message, MessageBuilder, MessageHeader,
+    RecordBatchBuilder,
 };
-use flatbuffers::FlatBufferBuilder;
+use flatbuffers::{FlatBufferBuilder, ForwardsUOffset, Vector, WIPOffset};
 
 use super::{pad, padding};
 use crate::error::{Error, Result};
@@ -87,13 +88,44 @@ pub fn buffer_spans(rb: &arrow_ipc::RecordBatch<'_>) -> Result<Vec<(i64, i64)>> 
     Ok(buffers.iter().map(|b| (b.offset(), b.length())).collect())
 }
 
+/// Key-value metadata in the order it was given (a message's or a file footer's).
+pub type KeyValues = Vec<(String, String)>;
+
+/// `pairs` as a flatbuffer KeyValue vector, in their order.
+pub fn key_values<'a>(
+    fbb: &mut FlatBufferBuilder<'a>,
+    pairs: &[(String, String)],
+) -> WIPOffset<Vector<'a, ForwardsUOffset<KeyValue<'a>>>> {
+    let entries: Vec<_> = pairs
+        .iter()
+        .map(|(k, v)| {
+            let (k, v) = (fbb.create_string(k), fbb.create_string(v));
+            let mut kv = KeyValueBuilder::new(fbb);
+            kv.add_key(k);
+            kv.add_value(v);
+            kv.finish()
+        })
+        .collect();
+    fbb.create_vector(&entries)
+}
+
+/// Key-value metadata read from a flatbuffer, in its order; entries without a key or a value
+/// are skipped, as arrow-ipc does.
+pub fn read_key_values<'a>(kvs: Vector<'a, ForwardsUOffset<KeyValue<'a>>>) -> KeyValues {
+    kvs.iter()
+        .filter_map(|kv| Some((kv.key()?.to_string(), kv.value()?.to_string())))
+        .collect()
+}
+
 /// A new message like `msg` (a RecordBatch or DictionaryBatch) whose buffers are `spans` in a
-/// body of `body_len` bytes, compressed with `codec` or not at all.
+/// body of `body_len` bytes, compressed with `codec` or not at all, with `custom_metadata`
+/// (for a record batch written with it).
 pub fn rebuild(
     msg: &Message<'_>,
     spans: &[(usize, usize)],
     body_len: usize,
     codec: Option<CompressionType>,
+    custom_metadata: &[(String, String)],
 ) -> Result<Vec<u8>> {
     let (rb, dictionary) = batch_header(msg)?;
     let mut fbb = FlatBufferBuilder::with_capacity(256 + spans.len() * 16);
@@ -140,8 +172,13 @@ pub fn rebuild(
             (MessageHeader::DictionaryBatch, d.finish().as_union_value())
         }
     };
+    let custom_metadata =
+        (!custom_metadata.is_empty()).then(|| key_values(&mut fbb, custom_metadata));
     let mut m = MessageBuilder::new(&mut fbb);
     m.add_version(msg.version());
+    if let Some(kvs) = custom_metadata {
+        m.add_custom_metadata(kvs);
+    }
     m.add_header_type(header_type);
     m.add_header(header);
     m.add_bodyLength(body_len as i64);

@@ -17,6 +17,7 @@ pub mod decompress;
 pub mod inspect;
 mod lz4;
 mod message;
+pub mod projection;
 pub mod reader;
 mod schema;
 pub mod source;
@@ -24,9 +25,11 @@ pub(crate) mod validate;
 pub mod writer;
 
 pub use compress::Compression;
-pub use reader::{FileReader, ReadLimits, StreamReader};
+pub use message::KeyValues;
+pub use projection::Projection;
+pub use reader::{FileReader, ReadLimits, ReadStats, StreamReader};
 pub use source::{BytesSource, RandomSource, ReaderSource, Source};
-pub use writer::{IpcWriter, WriterOptions};
+pub use writer::{IpcWriter, WriteStats, WriterOptions};
 
 /// Every message and body in the IPC format starts on an 8-byte boundary.
 pub(crate) const ALIGNMENT: usize = 8;

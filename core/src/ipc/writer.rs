@@ -56,6 +56,23 @@ impl Default for WriterOptions {
     }
 }
 
+/// What a writer has written, counted as pyarrow's `WriteStats` counts it: messages (the
+/// schema's among them, not the end-of-stream marker), batches of each kind, and body bytes
+/// before and after compression.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteStats {
+    pub num_messages: u64,
+    pub num_record_batches: u64,
+    pub num_dictionary_batches: u64,
+    pub num_dictionary_deltas: u64,
+    /// Dictionary batches that replace a dictionary already sent (stream format only).
+    pub num_replaced_dictionaries: u64,
+    /// Message bodies as arrow-ipc lays them out uncompressed, padding included.
+    pub total_raw_body_size: u64,
+    /// Message bodies as written.
+    pub total_serialized_body_size: u64,
+}
+
 /// Writes Arrow IPC into byte vectors that the caller passes on to its sink. Each call
 /// appends whole messages or nothing: on error the output is as it was (unless growing it
 /// failed and lost it, see [`Output::try_reserve_exact`]).
@@ -73,6 +90,7 @@ pub struct IpcWriter {
     record_blocks: Vec<Block>,
     dictionaries_seen: HashSet<i64>,
     rows: u64,
+    stats: WriteStats,
     /// Set when a failed write left the encoder's dictionary state ahead of the output.
     broken: Option<String>,
     finished: bool,
@@ -106,6 +124,7 @@ impl IpcWriter {
             record_blocks: Vec::new(),
             dictionaries_seen: HashSet::new(),
             rows: 0,
+            stats: WriteStats::default(),
             broken: None,
             finished: false,
         })
@@ -120,6 +139,11 @@ impl IpcWriter {
         message::frame(schema_message, &[], out)?;
         self.header_written = true;
         Ok(())
+    }
+
+    /// What has been written so far.
+    pub fn stats(&self) -> WriteStats {
+        self.stats
     }
 
     pub fn schema(&self) -> &SchemaRef {
@@ -159,19 +183,35 @@ impl IpcWriter {
 
     /// Appends `batch` (its dictionaries first) to `out`.
     pub fn write(&mut self, batch: &RecordBatch, out: &mut dyn Output) -> Result<()> {
+        self.write_with_metadata(batch, &[], out)
+    }
+
+    /// As [`IpcWriter::write`], with key-value metadata on the batch's message (pyarrow's
+    /// `write_batch(batch, custom_metadata)`), read back with the batch.
+    pub fn write_with_metadata(
+        &mut self,
+        batch: &RecordBatch,
+        custom_metadata: &[(String, String)],
+        out: &mut dyn Output,
+    ) -> Result<()> {
         self.check_open()?;
         check_schema(&self.schema, batch.schema_ref()).map_err(Error::Ipc)?;
         // The body does not depend on names or metadata, so a batch whose fields match is
         // encoded as it is; the stream carries the writer's schema.
         let start = out.len();
-        let result = self.encode(batch, out);
+        let result = self.encode(batch, custom_metadata, out);
         if result.is_err() {
             out.truncate(start);
         }
         result
     }
 
-    fn encode(&mut self, batch: &RecordBatch, out: &mut dyn Output) -> Result<()> {
+    fn encode(
+        &mut self,
+        batch: &RecordBatch,
+        custom_metadata: &[(String, String)],
+        out: &mut dyn Output,
+    ) -> Result<()> {
         // The encoder records dictionaries as sent when it encodes them; if anything below
         // fails, the output no longer matches that record.
         let encoded = catch_panics("encoding a batch", || Ok(self.encoder.encode(batch)?));
@@ -185,6 +225,9 @@ impl IpcWriter {
         let mut blocks = Vec::new();
         let start = out.len();
         let header_before = self.header_written;
+        // Counted here and kept only if the whole batch is written.
+        let mut stats = self.stats;
+        let mut seen = Vec::new();
         let mut pos = 0;
         let result = (|| {
             // Room for a small batch's messages at once; large ones grow as they compress.
@@ -192,14 +235,15 @@ impl IpcWriter {
             while let Some((meta, body_start)) = segments.next_message(pos)? {
                 // SAFETY: arrow-ipc's encoder wrote this flatbuffer a moment ago; it is not input.
                 let msg = unsafe { arrow_ipc::root_as_message_unchecked(&meta) };
-                let body_len = usize::try_from(msg.bodyLength()).map_err(|_| {
+                let raw_len = usize::try_from(msg.bodyLength()).map_err(|_| {
                     Error::Ipc("encoded message with a negative body length".into())
                 })?;
-                pos = body_start + body_len;
+                pos = body_start + raw_len;
                 if msg.header_type() == MessageHeader::Schema {
                     // The encoder sends the schema before its first batch.
                     if !self.header_written {
                         self.write_header(&meta, out)?;
+                        stats.num_messages += 1;
                     }
                     continue;
                 }
@@ -216,7 +260,15 @@ impl IpcWriter {
                              batches only add entries"
                         )));
                     }
-                    self.dictionaries_seen.insert(id);
+                    stats.num_dictionary_batches += 1;
+                    if is_delta {
+                        stats.num_dictionary_deltas += 1;
+                    } else if self.dictionaries_seen.contains(&id) || seen.contains(&id) {
+                        stats.num_replaced_dictionaries += 1;
+                    }
+                    seen.push(id);
+                } else {
+                    stats.num_record_batches += 1;
                 }
                 let spans = buffer_spans(&rb)?;
                 let buffers = spans
@@ -225,7 +277,15 @@ impl IpcWriter {
                     .collect::<Result<Vec<_>>>()?;
                 let slices: Vec<&[u8]> = buffers.iter().map(|b| b.as_ref()).collect();
                 let offset = self.written + (out.len() - start);
-                let (header_len, body_len) = self.write_message(&msg, &slices, out)?;
+                let metadata = if dictionary.is_none() {
+                    custom_metadata
+                } else {
+                    &[]
+                };
+                let (header_len, body_len) = self.write_message(&msg, &slices, metadata, out)?;
+                stats.num_messages += 1;
+                stats.total_raw_body_size += raw_len as u64;
+                stats.total_serialized_body_size += body_len as u64;
                 blocks.push((
                     dictionary.is_some(),
                     Block::new(offset as i64, header_len as i32, body_len as i64),
@@ -239,6 +299,8 @@ impl IpcWriter {
             self.header_written = header_before;
             return Err(e);
         }
+        self.stats = stats;
+        self.dictionaries_seen.extend(seen);
         for (is_dictionary, block) in blocks {
             if is_dictionary {
                 self.dictionary_blocks.push(block);
@@ -276,6 +338,7 @@ impl IpcWriter {
         &mut self,
         msg: &Message<'_>,
         buffers: &[&[u8]],
+        custom_metadata: &[(String, String)],
         out: &mut dyn Output,
     ) -> Result<(usize, usize)> {
         let codec = self.options.compression.wire_codec();
@@ -284,7 +347,7 @@ impl IpcWriter {
             // Small: compress into a body of its own and copy it after the header.
             let mut body = Vec::new();
             let spans = self.compress_into(buffers, &mut body)?;
-            let meta = message::rebuild(msg, &spans, body.len(), codec)?;
+            let meta = message::rebuild(msg, &spans, body.len(), codec, custom_metadata)?;
             return Ok((message::frame(&meta, &body, out)?, body.len()));
         }
         // Large: compress straight into `out` after a gap for the header, so the compressed
@@ -299,13 +362,13 @@ impl IpcWriter {
                 span
             })
             .collect();
-        let estimate = message::rebuild(msg, &layout, at, codec)?.len();
+        let estimate = message::rebuild(msg, &layout, at, codec, custom_metadata)?.len();
         let mut gap = message::header_len(estimate) + HEADER_SLACK;
         let message_start = out.len();
         out.extend_zeros(gap)?;
         let spans = self.compress_into(buffers, out)?;
         let body_len = out.len() - message_start - gap;
-        let meta = message::rebuild(msg, &spans, body_len, codec)?;
+        let meta = message::rebuild(msg, &spans, body_len, codec, custom_metadata)?;
         let needed = message::header_len(meta.len());
         if needed > gap {
             // Not expected (the estimate has slack); make room by moving the body.
@@ -347,6 +410,7 @@ impl IpcWriter {
                 )
                 .ipc_message;
             self.write_header(&schema_message, out)?;
+            self.stats.num_messages += 1;
         }
         message::end_of_stream(out)?;
         if self.options.format == IpcFormat::File {
@@ -380,8 +444,15 @@ impl IpcWriter {
         let schema = arrow_ipc::convert::IpcSchemaEncoder::new()
             .with_dictionary_tracker(&mut tracker)
             .schema_to_fb_offset(&mut fbb, &self.schema);
-        let metadata = (!self.options.footer_metadata.is_empty())
-            .then(|| arrow_ipc::convert::metadata_to_fb(&mut fbb, &self.options.footer_metadata));
+        // Sorted by key, so that the same metadata gives the same bytes.
+        let mut pairs: message::KeyValues = self
+            .options
+            .footer_metadata
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        pairs.sort();
+        let metadata = (!pairs.is_empty()).then(|| message::key_values(&mut fbb, &pairs));
         let mut f = FooterBuilder::new(&mut fbb);
         f.add_version(MetadataVersion::V5);
         f.add_schema(schema);

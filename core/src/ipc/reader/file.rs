@@ -3,12 +3,16 @@
 use std::collections::HashMap;
 
 use arrow_array::RecordBatch;
+use arrow_buffer::Buffer;
 use arrow_ipc::Block;
 use arrow_schema::SchemaRef;
 
-use super::{body_length, read_message_meta, truncated, Decoder, ReadLimits};
+use super::{
+    body_length, header_rows, read_message_meta, truncated, BatchWithMetadata, Decoder, ReadLimits,
+    ReadStats,
+};
 use crate::error::{Error, Result};
-use crate::ipc::message;
+use crate::ipc::message::{self, read_key_values, KeyValues};
 use crate::ipc::schema::schema_from_fb;
 use crate::ipc::source::{BytesSource, RandomSource};
 use crate::ipc::ARROW_MAGIC;
@@ -21,18 +25,42 @@ pub struct FileReader<S> {
     blocks: Vec<Block>,
     dictionary_blocks: Vec<Block>,
     dictionaries_loaded: bool,
-    metadata: HashMap<String, String>,
+    /// The footer's metadata in its order; None when the footer has none.
+    metadata: Option<KeyValues>,
+    /// Where the file ends in the source (its size, or less for a file inside a larger one).
+    size: u64,
 }
 
 impl<S: RandomSource> FileReader<S> {
     /// Reads and checks the magic bytes and the footer.
     pub fn try_new(
-        mut source: S,
+        source: S,
         limits: ReadLimits,
         pool: &ContextPool,
         threads: Option<usize>,
     ) -> Result<Self> {
-        let len = source.size()?;
+        Self::try_new_ending_at(source, None, limits, pool, threads)
+    }
+
+    /// As [`FileReader::try_new`], for a file that ends at `end` bytes into the source
+    /// (pyarrow's `footer_offset`: a file embedded at the start of a larger one).
+    pub fn try_new_ending_at(
+        mut source: S,
+        end: Option<u64>,
+        limits: ReadLimits,
+        pool: &ContextPool,
+        threads: Option<usize>,
+    ) -> Result<Self> {
+        let available = source.size()?;
+        let len = match end {
+            Some(end) if end > available => {
+                return Err(Error::Ipc(format!(
+                    "footer_offset {end} lies beyond the end of the input ({available} bytes)"
+                )))
+            }
+            Some(end) => end,
+            None => available,
+        };
         let tail_len = 10u64;
         if len < 8 + tail_len {
             return Err(Error::Ipc(format!(
@@ -73,14 +101,7 @@ impl<S: RandomSource> FileReader<S> {
             .dictionaries()
             .map(|b| b.iter().copied().collect())
             .unwrap_or_default();
-        let mut metadata = HashMap::new();
-        if let Some(kvs) = footer.custom_metadata() {
-            for kv in kvs {
-                if let (Some(k), Some(v)) = (kv.key(), kv.value()) {
-                    metadata.insert(k.to_string(), v.to_string());
-                }
-            }
-        }
+        let metadata = footer.custom_metadata().map(read_key_values);
         Ok(FileReader {
             source,
             decoder: Decoder::new(schema, limits, pool, threads),
@@ -88,23 +109,42 @@ impl<S: RandomSource> FileReader<S> {
             dictionary_blocks,
             dictionaries_loaded: false,
             metadata,
+            size: len,
         })
     }
 
+    /// Reads only `columns` (top-level field indices, see [`crate::ipc::Projection`]) of each
+    /// batch; the schema becomes theirs.
+    pub fn project(&mut self, columns: Vec<usize>) -> Result<()> {
+        self.decoder.project(columns)
+    }
+
+    /// The schema of the batches returned.
     pub fn schema(&self) -> SchemaRef {
-        self.decoder.schema.clone()
+        self.decoder.output_schema.clone()
+    }
+
+    pub fn stats(&self) -> ReadStats {
+        self.decoder.stats
     }
 
     pub fn num_batches(&self) -> usize {
         self.blocks.len()
     }
 
-    /// The footer's key-value metadata.
-    pub fn metadata(&self) -> &HashMap<String, String> {
-        &self.metadata
+    /// The footer's key-value metadata, in its order; None when it has none.
+    pub fn metadata(&self) -> Option<&KeyValues> {
+        self.metadata.as_ref()
     }
 
-    fn read_block(&mut self, block: &Block) -> Result<Option<RecordBatch>> {
+    /// The footer's key-value metadata as a map (empty when it has none).
+    pub fn metadata_map(&self) -> HashMap<String, String> {
+        self.metadata.iter().flatten().cloned().collect()
+    }
+
+    /// The header of the message in `block`, checked against the file; returns it with the
+    /// body length it declares.
+    fn read_header(&mut self, block: &Block) -> Result<(Buffer, usize)> {
         let (offset, meta_len, body_len) =
             (block.offset(), block.metaDataLength(), block.bodyLength());
         let bad = || {
@@ -116,7 +156,7 @@ impl<S: RandomSource> FileReader<S> {
         let offset = u64::try_from(offset).map_err(|_| bad())?;
         let meta_len = usize::try_from(meta_len).map_err(|_| bad())?;
         let body_len = usize::try_from(body_len).map_err(|_| bad())?;
-        let file_len = self.source.size()?;
+        let file_len = self.size;
         let end = offset
             .checked_add(meta_len as u64)
             .and_then(|e| e.checked_add(body_len as u64))
@@ -136,7 +176,14 @@ impl<S: RandomSource> FileReader<S> {
                 "corrupt IPC file: a message declares a {declared}-byte body in a {body_len}-byte block"
             )));
         }
-        let body = self.source.read_at(offset + meta_len as u64, declared)?;
+        Ok((meta, declared))
+    }
+
+    fn read_block(&mut self, block: &Block) -> Result<Option<BatchWithMetadata>> {
+        let (meta, declared) = self.read_header(block)?;
+        let msg = message::parse(&meta)?;
+        let body_at = block.offset() as u64 + block.metaDataLength() as u64;
+        let body = self.source.read_at(body_at, declared)?;
         if body.len() != declared {
             return Err(truncated("a message body", declared, body.len()));
         }
@@ -164,6 +211,26 @@ impl<S: RandomSource> FileReader<S> {
 
     /// Batch `i` of the file.
     pub fn batch(&mut self, i: usize) -> Result<RecordBatch> {
+        Ok(self.batch_with_metadata(i)?.0)
+    }
+
+    /// The rows of every batch, from their headers alone: no body is read or decompressed.
+    pub fn count_rows(&mut self) -> Result<u64> {
+        let mut rows = 0u64;
+        for (i, block) in self.blocks.clone().iter().enumerate() {
+            let found = self.read_header(block).and_then(|(meta, _)| {
+                let msg = message::parse(&meta)?;
+                header_rows(&msg)?.ok_or_else(|| {
+                    Error::Ipc("corrupt IPC file: a record batch block holds a dictionary".into())
+                })
+            });
+            rows = rows.saturating_add(found.map_err(|e| e.at(format_args!("record batch {i}")))?);
+        }
+        Ok(rows)
+    }
+
+    /// Batch `i` of the file with its message's key-value metadata.
+    pub fn batch_with_metadata(&mut self, i: usize) -> Result<BatchWithMetadata> {
         let block = *self.blocks.get(i).ok_or_else(|| {
             Error::Parameter(format!(
                 "batch index {i} is out of range: the file has {} batches",

@@ -15,7 +15,8 @@ use arrow_schema::{Schema, SchemaRef};
 
 use super::decompress::decompress_buffers;
 pub use super::decompress::ReadLimits;
-use super::message::{self, batch_header, buffer_spans};
+use super::message::{self, batch_header, buffer_spans, read_key_values, KeyValues};
+use super::projection::Projection;
 use super::source::Source;
 use super::validate::validate_columns;
 use super::ARROW_MAGIC;
@@ -113,10 +114,30 @@ pub(crate) fn read_body(
     read_exact(source, n, "a message body")
 }
 
+/// What a reader has read, counted as pyarrow's `ReadStats` counts it: messages (the schema's
+/// among them), batches of each kind.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    pub num_messages: u64,
+    pub num_record_batches: u64,
+    pub num_dictionary_batches: u64,
+    pub num_dictionary_deltas: u64,
+    /// Dictionary batches that replaced a dictionary read before.
+    pub num_replaced_dictionaries: u64,
+}
+
+/// A record batch and the key-value metadata its message carried, if any.
+pub type BatchWithMetadata = (RecordBatch, Option<KeyValues>);
+
 /// What readers of both formats share: the schema, the dictionaries read so far, the limits
 /// and the pooled decompressor.
 pub(super) struct Decoder {
+    /// The schema of the data, every column.
     schema: SchemaRef,
+    /// The columns read (None: all) and the schema of the batches returned.
+    projection: Option<Projection>,
+    output_schema: SchemaRef,
+    stats: ReadStats,
     dictionaries: HashMap<i64, ArrayRef>,
     limits: ReadLimits,
     pool: ContextPool,
@@ -127,8 +148,15 @@ pub(super) struct Decoder {
 
 impl Decoder {
     fn new(schema: Schema, limits: ReadLimits, pool: &ContextPool, threads: Option<usize>) -> Self {
+        let schema = SchemaRef::new(schema);
         Decoder {
-            schema: SchemaRef::new(schema),
+            output_schema: schema.clone(),
+            schema,
+            projection: None,
+            stats: ReadStats {
+                num_messages: 1,
+                ..ReadStats::default()
+            },
             dictionaries: HashMap::new(),
             limits,
             pool: pool.clone(),
@@ -137,10 +165,24 @@ impl Decoder {
         }
     }
 
+    /// Reads only the `columns` of each batch (top-level field indices); their buffers alone
+    /// are decompressed. Dictionaries are still read whole.
+    fn project(&mut self, columns: Vec<usize>) -> Result<()> {
+        let projection = Projection::new(columns, self.schema.fields().len())?;
+        self.output_schema = SchemaRef::new(self.schema.project(projection.columns())?);
+        self.projection = Some(projection);
+        Ok(())
+    }
+
     /// Decodes a DictionaryBatch or RecordBatch message (already parsed by the caller); a
-    /// dictionary is stored and None returned.
-    fn decode(&mut self, msg: &Message<'_>, body: Buffer) -> Result<Option<RecordBatch>> {
-        catch_panics("decoding a message", || self.decode_unguarded(msg, body))
+    /// dictionary is stored and None returned. A batch comes with its message's metadata.
+    fn decode(&mut self, msg: &Message<'_>, body: Buffer) -> Result<Option<BatchWithMetadata>> {
+        self.stats.num_messages += 1;
+        let decoded = catch_panics("decoding a message", || self.decode_unguarded(msg, body))?;
+        Ok(decoded.map(|batch| {
+            self.stats.num_record_batches += 1;
+            (batch, msg.custom_metadata().map(read_key_values))
+        }))
     }
 
     fn decode_unguarded(&mut self, msg: &Message<'_>, body: Buffer) -> Result<Option<RecordBatch>> {
@@ -148,7 +190,23 @@ impl Decoder {
         let Some(compression) = rb.compression() else {
             return self.decode_plain(msg, body);
         };
-        let spans = buffer_spans(&rb)?;
+        let mut spans = buffer_spans(&rb)?;
+        if let (Some(projection), MessageHeader::RecordBatch) =
+            (&self.projection, msg.header_type())
+        {
+            // The other columns' buffers become empty: the decoder skips them unread.
+            let variadic: Vec<i64> = rb
+                .variadicBufferCounts()
+                .map(|v| v.iter().collect())
+                .unwrap_or_default();
+            let mask =
+                projection.buffer_mask(&self.schema, &variadic, msg.version(), spans.len())?;
+            for (span, wanted) in spans.iter_mut().zip(mask) {
+                if !wanted {
+                    *span = (0, 0);
+                }
+            }
+        }
         let (new_body, new_spans) = decompress_buffers(
             body.as_slice(),
             &spans,
@@ -159,7 +217,7 @@ impl Decoder {
             self.threads,
         )?;
         // The same message without compression, around the decompressed body.
-        let meta = message::rebuild(msg, &new_spans, new_body.len(), None)?;
+        let meta = message::rebuild(msg, &new_spans, new_body.len(), None, &[])?;
         self.decode_plain(&message::parse(&meta)?, new_body)
     }
 
@@ -176,7 +234,14 @@ impl Decoder {
                 let d = msg
                     .header_as_dictionary_batch()
                     .ok_or_else(|| Error::Ipc("dictionary message without its header".into()))?;
+                let replaces = !d.isDelta() && self.dictionaries.contains_key(&d.id());
                 read_dictionary(&body, d, &self.schema, &mut self.dictionaries, &version)?;
+                self.stats.num_dictionary_batches += 1;
+                if d.isDelta() {
+                    self.stats.num_dictionary_deltas += 1;
+                } else if replaces {
+                    self.stats.num_replaced_dictionaries += 1;
+                }
                 Ok(None)
             }
             MessageHeader::RecordBatch => {
@@ -190,7 +255,8 @@ impl Decoder {
                     &self.dictionaries,
                     &version,
                 )?
-                .with_require_alignment(false);
+                .with_require_alignment(false)
+                .with_projection(self.projection.as_ref().map(|p| p.columns()));
                 // Decoded unvalidated, then every column validated in full before anything
                 // reads its values (validate.rs, with a faster offsets check than arrow-data's)
                 // and, from 1 MiB of buffers, on the reader's threads: arrow-ipc validates on
@@ -198,7 +264,7 @@ impl Decoder {
                 let threads = if body.len() < PARALLEL_MIN_BYTES {
                     1
                 } else {
-                    resolve_threads(self.threads, body.len(), self.schema.fields().len())?
+                    resolve_threads(self.threads, body.len(), self.output_schema.fields().len())?
                 };
                 let mut skip = UnsafeFlag::new();
                 // SAFETY: nothing reads the batch's values before `validate_columns` has
@@ -213,5 +279,19 @@ impl Decoder {
 
     fn release(&mut self) {
         self.decompressor = None;
+    }
+}
+
+/// The rows of a record batch message, read from its header alone; None for a dictionary.
+fn header_rows(msg: &Message<'_>) -> Result<Option<u64>> {
+    match msg.header_type() {
+        MessageHeader::RecordBatch => {
+            let (rb, _) = batch_header(msg)?;
+            u64::try_from(rb.length())
+                .map(Some)
+                .map_err(|_| Error::Ipc(format!("invalid record batch length {}", rb.length())))
+        }
+        MessageHeader::DictionaryBatch => Ok(None),
+        other => Err(Error::Ipc(format!("unexpected IPC message type {other:?}"))),
     }
 }

@@ -4,7 +4,9 @@ use arrow_array::RecordBatch;
 use arrow_ipc::MessageHeader;
 use arrow_schema::SchemaRef;
 
-use super::{read_body, read_message_meta, Decoder, ReadLimits};
+use super::{
+    header_rows, read_body, read_message_meta, BatchWithMetadata, Decoder, ReadLimits, ReadStats,
+};
 use crate::error::{Error, Result};
 use crate::ipc::message;
 use crate::ipc::schema::schema_from_message;
@@ -45,12 +47,28 @@ impl<S: Source> StreamReader<S> {
         })
     }
 
+    /// Reads only `columns` (top-level field indices, see [`crate::ipc::Projection`]) of each
+    /// batch; the schema becomes theirs.
+    pub fn project(&mut self, columns: Vec<usize>) -> Result<()> {
+        self.decoder.project(columns)
+    }
+
+    /// The schema of the batches returned.
     pub fn schema(&self) -> SchemaRef {
-        self.decoder.schema.clone()
+        self.decoder.output_schema.clone()
+    }
+
+    pub fn stats(&self) -> ReadStats {
+        self.decoder.stats
     }
 
     /// The next batch, None at the end of the stream.
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        Ok(self.next_batch_with_metadata()?.map(|(batch, _)| batch))
+    }
+
+    /// The next batch with its message's key-value metadata.
+    pub fn next_batch_with_metadata(&mut self) -> Result<Option<BatchWithMetadata>> {
         if self.done {
             return Ok(None);
         }
@@ -63,7 +81,37 @@ impl<S: Source> StreamReader<S> {
         result.map_err(|e| self.locate(e))
     }
 
-    fn read_next(&mut self) -> Result<Option<RecordBatch>> {
+    /// Counts the rows of the remaining batches from their headers, reading past the bodies
+    /// without decompressing them. The stream is consumed.
+    pub fn count_rows(&mut self) -> Result<u64> {
+        let mut rows = 0u64;
+        let result = (|| loop {
+            if self.done {
+                return Ok(rows);
+            }
+            let Some(meta) = read_message_meta(&mut self.source, &self.decoder.limits)? else {
+                return Ok(rows);
+            };
+            let msg = message::parse(&meta)?;
+            if msg.header_type() == MessageHeader::Schema {
+                return Err(Error::Ipc(
+                    "a second schema message inside the stream".into(),
+                ));
+            }
+            self.reading_dictionary = msg.header_type() == MessageHeader::DictionaryBatch;
+            read_body(&mut self.source, &msg, &self.decoder.limits)?;
+            if let Some(n) = header_rows(&msg)? {
+                rows = rows.saturating_add(n);
+                self.batches_read += 1;
+            } else {
+                self.dictionaries_read += 1;
+            }
+        })();
+        self.close();
+        result.map_err(|e| self.locate(e))
+    }
+
+    fn read_next(&mut self) -> Result<Option<BatchWithMetadata>> {
         loop {
             let Some(meta) = read_message_meta(&mut self.source, &self.decoder.limits)? else {
                 return Ok(None);
@@ -77,9 +125,9 @@ impl<S: Source> StreamReader<S> {
             self.reading_dictionary = msg.header_type() == MessageHeader::DictionaryBatch;
             let body = read_body(&mut self.source, &msg, &self.decoder.limits)?;
             match self.decoder.decode(&msg, body)? {
-                Some(batch) => {
+                Some(found) => {
                     self.batches_read += 1;
-                    return Ok(Some(batch));
+                    return Ok(Some(found));
                 }
                 None => self.dictionaries_read += 1,
             }

@@ -173,3 +173,154 @@ fn byte_flips_never_panic() {
         }
     }
 }
+
+fn zstd() -> Compression {
+    CODECS[1]
+}
+
+fn stream_reader(data: Vec<u8>) -> StreamReader<BytesSource> {
+    let source = BytesSource::new(Buffer::from_vec(data));
+    StreamReader::try_new(source, ReadLimits::default(), &ContextPool::default(), None).unwrap()
+}
+
+fn file_reader(data: Vec<u8>, end: Option<u64>) -> Result<FileReader<BytesSource>> {
+    let source = BytesSource::new(Buffer::from_vec(data));
+    FileReader::try_new_ending_at(
+        source,
+        end,
+        ReadLimits::default(),
+        &ContextPool::default(),
+        None,
+    )
+}
+
+#[test]
+fn batch_metadata_is_written_and_read_back_per_batch() {
+    let pool = ContextPool::default();
+    let pairs = vec![
+        ("z".to_string(), "1".to_string()),
+        ("a".to_string(), "2".to_string()),
+    ];
+    for format in [IpcFormat::Stream, IpcFormat::File] {
+        let options = WriterOptions {
+            format,
+            compression: zstd(),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let mut w = IpcWriter::try_new(batch(1).schema(), options, &pool).unwrap();
+        w.write(&batch(3000), &mut out).unwrap();
+        w.write_with_metadata(&batch(4000), &pairs, &mut out)
+            .unwrap();
+        w.finish(&mut out).unwrap();
+        let stats = w.stats();
+        assert_eq!((stats.num_messages, stats.num_record_batches), (3, 2));
+        assert!(stats.total_serialized_body_size < stats.total_raw_body_size);
+        let got: Vec<BatchWithMetadata> = match format {
+            IpcFormat::Stream => {
+                let mut r = stream_reader(out);
+                std::iter::from_fn(|| r.next_batch_with_metadata().unwrap()).collect()
+            }
+            IpcFormat::File => {
+                let mut r = file_reader(out, None).unwrap();
+                assert!(r.metadata().is_none());
+                (0..2).map(|i| r.batch_with_metadata(i).unwrap()).collect()
+            }
+        };
+        assert_eq!(got[0], (batch(3000), None));
+        // In the order given, not sorted.
+        assert_eq!(got[1], (batch(4000), Some(pairs.clone())));
+    }
+}
+
+#[test]
+fn a_projection_decompresses_only_its_columns() {
+    let data = write(IpcFormat::Stream, zstd(), &[batch(2000)]);
+    // Corrupt the last buffer (the string values of column "s"): reading column "a" alone
+    // never decompresses it.
+    let mut bad = data.clone();
+    let end = bad.len() - 8 - 16;
+    bad[end - 8..end].fill(0xff);
+    let mut whole = stream_reader(bad.clone());
+    assert!(whole.next_batch().is_err());
+    let mut some = stream_reader(bad);
+    some.project(vec![0]).unwrap();
+    assert_eq!(some.schema().fields().len(), 1);
+    let got = some.next_batch().unwrap().unwrap();
+    assert_eq!(got, batch(2000).project(&[0]).unwrap());
+    let stats = some.stats();
+    assert_eq!((stats.num_messages, stats.num_record_batches), (2, 1));
+    // Uncompressed data is projected as well.
+    let mut plain = stream_reader(write(IpcFormat::Stream, Compression::None, &[batch(10)]));
+    plain.project(vec![1, 1]).unwrap();
+    assert_eq!(
+        plain.next_batch().unwrap().unwrap(),
+        batch(10).project(&[1]).unwrap()
+    );
+    assert!(stream_reader(data).project(vec![2]).is_err());
+}
+
+#[test]
+fn rows_are_counted_from_headers() {
+    let batches = [batch(5), batch(0), batch(70_000)];
+    let mut stream = stream_reader(write(IpcFormat::Stream, zstd(), &batches));
+    assert_eq!(stream.count_rows().unwrap(), 70_005);
+    assert!(stream.next_batch().unwrap().is_none());
+    let mut file = file_reader(write(IpcFormat::File, zstd(), &batches), None).unwrap();
+    assert_eq!(file.count_rows().unwrap(), 70_005);
+    assert_eq!(file.batch(2).unwrap(), batch(70_000));
+}
+
+#[test]
+fn a_file_can_end_before_its_source() {
+    let data = write(IpcFormat::File, zstd(), &[batch(9)]);
+    let len = data.len() as u64;
+    let mut longer = data.clone();
+    longer.extend_from_slice(b"trailing bytes of something else");
+    let mut r = file_reader(longer.clone(), Some(len)).unwrap();
+    assert_eq!(r.batch(0).unwrap(), batch(9));
+    assert!(file_reader(longer.clone(), None).is_err());
+    let err = file_reader(data, Some(len + 1)).err().unwrap().to_string();
+    assert!(err.contains("beyond the end of the input"), "{err}");
+    assert!(file_reader(longer, Some(len - 1)).is_err());
+}
+
+#[test]
+fn dictionary_replacements_and_deltas_are_counted_both_ways() {
+    use arrow_array::{types::Int32Type, DictionaryArray};
+    let dict = |values: &[&str]| -> RecordBatch {
+        let array: DictionaryArray<Int32Type> = values.iter().copied().collect();
+        RecordBatch::try_from_iter([("d", Arc::new(array) as ArrayRef)]).unwrap()
+    };
+    let pool = ContextPool::default();
+    for (deltas, expected) in [(false, (2, 0, 1)), (true, (2, 1, 0))] {
+        let options = WriterOptions {
+            compression: zstd(),
+            dictionary_deltas: deltas,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        let first = dict(&["a", "b"]);
+        let mut w = IpcWriter::try_new(first.schema(), options, &pool).unwrap();
+        w.write(&first, &mut out).unwrap();
+        w.write(&dict(&["a", "b", "c"]), &mut out).unwrap();
+        w.finish(&mut out).unwrap();
+        let s = w.stats();
+        let counts = (
+            s.num_dictionary_batches,
+            s.num_dictionary_deltas,
+            s.num_replaced_dictionaries,
+        );
+        assert_eq!(counts, expected);
+        let mut r = stream_reader(out);
+        while r.next_batch().unwrap().is_some() {}
+        let s = r.stats();
+        let read = (
+            s.num_dictionary_batches,
+            s.num_dictionary_deltas,
+            s.num_replaced_dictionaries,
+        );
+        assert_eq!(read, expected);
+        assert_eq!(r.stats().num_messages, 5);
+    }
+}
