@@ -1,7 +1,5 @@
 //! `zstdpool.ipc` readers: `open_stream`, `open_file`, `read_stream`, `read_file`.
 
-use std::collections::HashMap;
-
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
@@ -15,11 +13,13 @@ use crate::errors::Format;
 use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
 use crate::held::Held;
 use crate::io::unwrap_py_error_in;
+use crate::ipc_options::{to_key_value_metadata, ReadSettings};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::InputSource;
 use zstdpool_core::error::{Error, Result};
 use zstdpool_core::ipc::inspect::inspect;
-use zstdpool_core::ipc::{FileReader, IpcFormat, ReadLimits, StreamReader};
+use zstdpool_core::ipc::reader::BatchWithMetadata;
+use zstdpool_core::ipc::{FileReader, IpcFormat, KeyValues, ReadLimits, ReadStats, StreamReader};
 use zstdpool_core::params;
 
 /// The exception for a failed read: a corrupt or oversized body is also a IpcError.
@@ -41,6 +41,59 @@ fn limits(max_buffer_size: Option<i64>, max_batch_size: Option<i64>) -> PyResult
     })
 }
 
+/// A `ReadStats` record of `s`.
+fn read_stats<'py>(py: Python<'py>, s: ReadStats) -> PyResult<Bound<'py, PyAny>> {
+    py.import("zstdpool._stats")?.getattr("ReadStats")?.call1((
+        s.num_messages,
+        s.num_record_batches,
+        s.num_dictionary_batches,
+        s.num_dictionary_deltas,
+        s.num_replaced_dictionaries,
+    ))
+}
+
+/// A batch and its metadata as pyarrow's `RecordBatchWithMetadata` (the metadata a
+/// `pyarrow.KeyValueMetadata`, or None when the message has none).
+fn with_metadata<'py>(py: Python<'py>, found: BatchWithMetadata) -> PyResult<Bound<'py, PyAny>> {
+    let (batch, metadata) = found;
+    let metadata = match metadata {
+        Some(pairs) => to_key_value_metadata(py, &pairs)?,
+        None => py.None().into_bound(py),
+    };
+    py.import("pyarrow.lib")?
+        .getattr("RecordBatchWithMetadata")?
+        .call1((batch_to_py(py, batch)?, metadata))
+}
+
+/// Opens the reader settings both readers share.
+struct Opening {
+    input: InputSource,
+    limits: ReadLimits,
+    threads: Option<usize>,
+    included_fields: Option<Vec<usize>>,
+}
+
+impl Opening {
+    fn new(
+        source: &Bound<'_, PyAny>,
+        options: Option<&Bound<'_, PyAny>>,
+        memory_pool: Option<&Bound<'_, PyAny>>,
+        max_buffer_size: Option<i64>,
+        max_batch_size: Option<i64>,
+        threads: Option<i64>,
+    ) -> PyResult<Self> {
+        let settings = ReadSettings::new(options, memory_pool, threads)?;
+        let threads = params::threads(settings.threads).or_raise()?;
+        let limits = limits(max_buffer_size, max_batch_size)?;
+        Ok(Opening {
+            input: InputSource::open(source)?,
+            limits,
+            threads,
+            included_fields: settings.included_fields,
+        })
+    }
+}
+
 impl NextBatch for StreamReader<InputSource> {
     fn schema(&self) -> SchemaRef {
         StreamReader::schema(self)
@@ -52,7 +105,15 @@ impl NextBatch for StreamReader<InputSource> {
 
 /// Reads an Arrow IPC stream batch by batch, decompressing with pooled contexts.
 /// Iterate over it for pyarrow RecordBatches, or call `read_all()`.
-#[pyclass(frozen, name = "IpcStreamReader", module = "zstdpool.ipc")]
+///
+/// Constructed as pyarrow's is, `RecordBatchStreamReader(source, options=..., memory_pool=...)`
+/// (`open_stream` makes one): `source` is bytes-like (read without copying), a path, or a
+/// binary file object (a `pyarrow.NativeFile` among them). `options`, a
+/// `pyarrow.ipc.IpcReadOptions`, gives `included_fields` (only those columns are
+/// decompressed) and `use_threads`; `memory_pool` is accepted and unused. `max_buffer_size`
+/// and `max_batch_size` bound what one buffer and one batch may declare uncompressed;
+/// `threads` decompresses a large batch's buffers in parallel.
+#[pyclass(frozen, name = "RecordBatchStreamReader", module = "zstdpool.ipc")]
 pub struct PyIpcStreamReader {
     reader: Held<StreamReader<InputSource>>,
     schema: SchemaRef,
@@ -63,10 +124,101 @@ impl PyIpcStreamReader {
         let mut reader = self.reader.take()?;
         py.detach(|| reader.next_batch()).map_err(failed)
     }
+
+    fn next_with_metadata(&self, py: Python<'_>) -> PyResult<Option<BatchWithMetadata>> {
+        let mut reader = self.reader.take()?;
+        py.detach(|| reader.next_batch_with_metadata())
+            .map_err(failed)
+    }
+
+    fn open(
+        py: Python<'_>,
+        opening: Opening,
+        pool: &zstdpool_core::pool::ContextPool,
+    ) -> PyResult<Self> {
+        let Opening {
+            input,
+            limits,
+            threads,
+            included_fields,
+        } = opening;
+        let reader = py
+            .detach(|| {
+                let mut reader = StreamReader::try_new(input, limits, pool, threads)?;
+                if let Some(fields) = included_fields {
+                    reader.project(fields)?;
+                }
+                Ok(reader)
+            })
+            .map_err(failed)?;
+        let schema = reader.schema();
+        check_exportable(&schema)?;
+        Ok(PyIpcStreamReader {
+            reader: Held::new(reader, "IPC reader"),
+            schema,
+        })
+    }
 }
 
 #[pymethods]
 impl PyIpcStreamReader {
+    #[new]
+    #[pyo3(signature = (source, *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        options: Option<&Bound<'_, PyAny>>,
+        memory_pool: Option<&Bound<'_, PyAny>>,
+        max_buffer_size: Option<i64>,
+        max_batch_size: Option<i64>,
+        threads: Option<i64>,
+        pool: Option<&Bound<'_, PyContextPool>>,
+    ) -> PyResult<Self> {
+        let opening = Opening::new(
+            source,
+            options,
+            memory_pool,
+            max_buffer_size,
+            max_batch_size,
+            threads,
+        )?;
+        Self::open(py, opening, pool_or_default(pool))
+    }
+
+    /// What has been read so far, as a `ReadStats` (pyarrow's fields).
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let reader = self.reader.take()?;
+        let stats = reader.stats();
+        drop(reader);
+        read_stats(py, stats)
+    }
+
+    /// The rows of the remaining batches, counted from their headers without decompressing
+    /// a body. The stream is consumed.
+    fn count_rows(&self, py: Python<'_>) -> PyResult<u64> {
+        let mut reader = self.reader.take()?;
+        py.detach(|| reader.count_rows()).map_err(failed)
+    }
+
+    /// The next batch with its message's metadata, as pyarrow's `RecordBatchWithMetadata`;
+    /// raises StopIteration at the end.
+    fn read_next_batch_with_custom_metadata<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match self.next_with_metadata(py)? {
+            Some(found) => with_metadata(py, found),
+            None => Err(errors::stop_iteration()),
+        }
+    }
+
+    /// Iterates over the remaining batches as `RecordBatchWithMetadata` records.
+    fn iter_batches_with_custom_metadata(slf: PyRef<'_, Self>) -> BatchesWithMetadata {
+        BatchesWithMetadata { reader: slf.into() }
+    }
+
     /// The stream's schema, as a pyarrow Schema.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -153,23 +305,163 @@ impl PyIpcStreamReader {
 
     fn __repr__(&self) -> String {
         format!(
-            "<zstdpool.ipc.IpcStreamReader {} columns>",
+            "<zstdpool.ipc.RecordBatchStreamReader {} columns>",
             self.schema.fields().len()
         )
     }
 }
 
+/// Iterates over a stream reader's batches with their metadata.
+#[pyclass(frozen, name = "_BatchesWithMetadata", module = "zstdpool.ipc")]
+pub struct BatchesWithMetadata {
+    reader: Py<PyIpcStreamReader>,
+}
+
+#[pymethods]
+impl BatchesWithMetadata {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        self.reader
+            .get()
+            .next_with_metadata(py)?
+            .map(|found| with_metadata(py, found))
+            .transpose()
+    }
+}
+
 /// Reads an Arrow IPC file (Feather v2): any batch by index, decompressing with pooled contexts.
-#[pyclass(frozen, name = "IpcFileReader", module = "zstdpool.ipc")]
+///
+/// Constructed as pyarrow's is, `RecordBatchFileReader(source, footer_offset=None,
+/// options=..., memory_pool=...)` (`open_file` makes one): `source` is bytes-like, a path, or
+/// a seekable binary file object; `footer_offset` is where the file ends in a source that
+/// holds more after it. The other arguments are the stream reader's.
+#[pyclass(frozen, name = "RecordBatchFileReader", module = "zstdpool.ipc")]
 pub struct PyIpcFileReader {
     reader: Held<FileReader<InputSource>>,
     schema: SchemaRef,
     num_batches: usize,
-    metadata: HashMap<String, String>,
+    metadata: Option<KeyValues>,
+}
+
+impl PyIpcFileReader {
+    fn open(
+        py: Python<'_>,
+        opening: Opening,
+        footer_offset: Option<i64>,
+        pool: &zstdpool_core::pool::ContextPool,
+    ) -> PyResult<Self> {
+        let Opening {
+            input,
+            limits,
+            threads,
+            included_fields,
+        } = opening;
+        if !input.seekable(py)? {
+            return Err(errors::wrong_type(
+                "open_file needs a seekable source (a path, bytes, or a file object with seek()); \
+                 read the data into bytes first, or use open_stream for IPC streams",
+            ));
+        }
+        let end = match footer_offset {
+            Some(n) => Some(u64::try_from(n).map_err(|_| {
+                Error::Parameter(format!("footer_offset must not be negative, not {n}"))
+                    .into_py_err()
+            })?),
+            None => None,
+        };
+        let reader = py
+            .detach(|| {
+                let mut reader = FileReader::try_new_ending_at(input, end, limits, pool, threads)?;
+                if let Some(fields) = included_fields {
+                    reader.project(fields)?;
+                }
+                Ok(reader)
+            })
+            .map_err(failed)?;
+        let schema = reader.schema();
+        check_exportable(&schema)?;
+        let num_batches = reader.num_batches();
+        let metadata = reader.metadata().cloned();
+        Ok(PyIpcFileReader {
+            reader: Held::new(reader, "IPC reader"),
+            schema,
+            num_batches,
+            metadata,
+        })
+    }
+
+    fn index(&self, i: isize) -> PyResult<usize> {
+        let n = self.num_batches as isize;
+        let index = if i < 0 { i + n } else { i };
+        if index < 0 || index >= n {
+            return Err(errors::index(format!(
+                "batch index {i} is out of range: the file has {n} batches"
+            )));
+        }
+        Ok(index as usize)
+    }
 }
 
 #[pymethods]
 impl PyIpcFileReader {
+    #[new]
+    #[pyo3(signature = (source, footer_offset=None, *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        footer_offset: Option<i64>,
+        options: Option<&Bound<'_, PyAny>>,
+        memory_pool: Option<&Bound<'_, PyAny>>,
+        max_buffer_size: Option<i64>,
+        max_batch_size: Option<i64>,
+        threads: Option<i64>,
+        pool: Option<&Bound<'_, PyContextPool>>,
+    ) -> PyResult<Self> {
+        let opening = Opening::new(
+            source,
+            options,
+            memory_pool,
+            max_buffer_size,
+            max_batch_size,
+            threads,
+        )?;
+        Self::open(py, opening, footer_offset, pool_or_default(pool))
+    }
+
+    /// What has been read so far, as a `ReadStats` (pyarrow's fields).
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let reader = self.reader.take()?;
+        let stats = reader.stats();
+        drop(reader);
+        read_stats(py, stats)
+    }
+
+    /// The rows of every batch, counted from the batches' headers without reading a body.
+    fn count_rows(&self, py: Python<'_>) -> PyResult<u64> {
+        let mut reader = self.reader.take()?;
+        py.detach(|| reader.count_rows()).map_err(failed)
+    }
+
+    /// Batch `i` with its message's metadata, as pyarrow's `RecordBatchWithMetadata`.
+    fn get_batch_with_custom_metadata<'py>(
+        &self,
+        py: Python<'py>,
+        i: isize,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let index = self.index(i)?;
+        let mut reader = self.reader.take()?;
+        let found = py
+            .detach(|| reader.batch_with_metadata(index))
+            .map_err(failed)?;
+        drop(reader);
+        with_metadata(py, found)
+    }
+
     /// The file's schema, as a pyarrow Schema.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -186,23 +478,28 @@ impl PyIpcFileReader {
         self.num_batches
     }
 
-    /// The footer's key-value metadata (read at open, like the schema).
+    /// The footer's key-value metadata as pyarrow gives it: a dict of bytes to bytes, or
+    /// None when the footer has none (read at open, like the schema).
     #[getter]
-    fn metadata(&self) -> HashMap<String, String> {
-        self.metadata.clone()
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(pairs) = &self.metadata else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        for (k, v) in pairs {
+            d.set_item(
+                pyo3::types::PyBytes::new(py, k.as_bytes()),
+                pyo3::types::PyBytes::new(py, v.as_bytes()),
+            )?;
+        }
+        Ok(Some(d))
     }
 
     /// Batch `i` as a pyarrow RecordBatch (negative indices count from the end).
     fn get_batch<'py>(&self, py: Python<'py>, i: isize) -> PyResult<Bound<'py, PyAny>> {
-        let n = self.num_batches as isize;
-        let index = if i < 0 { i + n } else { i };
-        if index < 0 || index >= n {
-            return Err(errors::index(format!(
-                "batch index {i} is out of range: the file has {n} batches"
-            )));
-        }
+        let index = self.index(i)?;
         let mut reader = self.reader.take()?;
-        let batch = py.detach(|| reader.batch(index as usize)).map_err(failed)?;
+        let batch = py.detach(|| reader.batch(index)).map_err(failed)?;
         batch_to_py(py, batch)
     }
 
@@ -264,7 +561,7 @@ impl PyIpcFileReader {
 
     fn __repr__(&self) -> String {
         format!(
-            "<zstdpool.ipc.IpcFileReader {} batches, {} columns>",
+            "<zstdpool.ipc.RecordBatchFileReader {} batches, {} columns>",
             self.num_batches,
             self.schema.fields().len()
         )
@@ -297,69 +594,58 @@ impl FileBatches {
     }
 }
 
-/// Opens an Arrow IPC stream from `source`: bytes-like (read without copying), a path, or a
-/// binary file object. `max_buffer_size` and `max_batch_size` bound what one buffer and one
-/// batch may declare uncompressed; `threads` decompresses a large batch's buffers in parallel.
+/// Opens an Arrow IPC stream from `source`: a `RecordBatchStreamReader` (see there).
 #[pyfunction]
-#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+#[pyo3(signature = (source, *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn open_stream(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
+    options: Option<&Bound<'_, PyAny>>,
+    memory_pool: Option<&Bound<'_, PyAny>>,
     max_buffer_size: Option<i64>,
     max_batch_size: Option<i64>,
     threads: Option<i64>,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcStreamReader> {
-    let threads = params::threads(threads).or_raise()?;
-    let input = InputSource::open(source)?;
-    let pool = pool_or_default(pool);
-    let limits = limits(max_buffer_size, max_batch_size)?;
-    let reader = py
-        .detach(|| StreamReader::try_new(input, limits, pool, threads))
-        .map_err(failed)?;
-    let schema = reader.schema();
-    check_exportable(&schema)?;
-    Ok(PyIpcStreamReader {
-        reader: Held::new(reader, "IPC reader"),
-        schema,
-    })
+    PyIpcStreamReader::new(
+        py,
+        source,
+        options,
+        memory_pool,
+        max_buffer_size,
+        max_batch_size,
+        threads,
+        pool,
+    )
 }
 
-/// Opens an Arrow IPC file (Feather v2) from `source`: bytes-like, a path, or a seekable binary
-/// file object.
+/// Opens an Arrow IPC file (Feather v2) from `source`: a `RecordBatchFileReader` (see there).
 #[pyfunction]
-#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+#[pyo3(signature = (source, footer_offset=None, *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn open_file(
     py: Python<'_>,
     source: &Bound<'_, PyAny>,
+    footer_offset: Option<i64>,
+    options: Option<&Bound<'_, PyAny>>,
+    memory_pool: Option<&Bound<'_, PyAny>>,
     max_buffer_size: Option<i64>,
     max_batch_size: Option<i64>,
     threads: Option<i64>,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcFileReader> {
-    let threads = params::threads(threads).or_raise()?;
-    let input = InputSource::open(source)?;
-    if !input.seekable(py)? {
-        return Err(errors::wrong_type(
-            "open_file needs a seekable source (a path, bytes, or a file object with seek()); \
-             read the data into bytes first, or use open_stream for IPC streams",
-        ));
-    }
-    let pool = pool_or_default(pool);
-    let limits = limits(max_buffer_size, max_batch_size)?;
-    let reader = py
-        .detach(|| FileReader::try_new(input, limits, pool, threads))
-        .map_err(failed)?;
-    let schema = reader.schema();
-    check_exportable(&schema)?;
-    let num_batches = reader.num_batches();
-    let metadata = reader.metadata().clone();
-    Ok(PyIpcFileReader {
-        reader: Held::new(reader, "IPC reader"),
-        schema,
-        num_batches,
-        metadata,
-    })
+    PyIpcFileReader::new(
+        py,
+        source,
+        footer_offset,
+        options,
+        memory_pool,
+        max_buffer_size,
+        max_batch_size,
+        threads,
+        pool,
+    )
 }
 
 /// Reads a whole Arrow IPC stream into a pyarrow Table.
@@ -373,7 +659,16 @@ pub fn read_stream<'py>(
     threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let reader = open_stream(py, source, max_buffer_size, max_batch_size, threads, pool)?;
+    let reader = open_stream(
+        py,
+        source,
+        None,
+        None,
+        max_buffer_size,
+        max_batch_size,
+        threads,
+        pool,
+    )?;
     let table = reader.read_all(py);
     reader.close();
     table
@@ -390,7 +685,17 @@ pub fn read_file<'py>(
     threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let reader = open_file(py, source, max_buffer_size, max_batch_size, threads, pool)?;
+    let reader = open_file(
+        py,
+        source,
+        None,
+        None,
+        None,
+        max_buffer_size,
+        max_batch_size,
+        threads,
+        pool,
+    )?;
     let table = reader.read_all(py);
     reader.close();
     table

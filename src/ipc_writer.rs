@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -14,10 +15,11 @@ use pyo3_arrow::PySchema;
 use crate::errors;
 use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
+use crate::ipc_options::{key_values, WriteSettings};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::sink::Sink;
 use zstdpool_core::error::Error;
-use zstdpool_core::ipc::{Compression, IpcFormat, IpcWriter, WriterOptions};
+use zstdpool_core::ipc::{Compression, IpcFormat, IpcWriter, KeyValues, WriteStats, WriterOptions};
 use zstdpool_core::params;
 use zstdpool_core::path_sink::Durability;
 use zstdpool_core::pool::ContextPool;
@@ -40,6 +42,25 @@ fn writer_options(
     dictionary_deltas: bool,
     metadata: Option<HashMap<String, String>>,
 ) -> PyResult<WriterOptions> {
+    let settings = WriteSettings::new(None, compression_name, threads, dictionary_deltas)?;
+    writer_options_from(format, &settings, level, metadata)
+}
+
+/// As `writer_options`, from settings merged with a pyarrow `IpcWriteOptions`.
+fn writer_options_from(
+    format: IpcFormat,
+    settings: &WriteSettings,
+    level: Option<i64>,
+    metadata: Option<HashMap<String, String>>,
+) -> PyResult<WriterOptions> {
+    let WriteSettings {
+        compression: compression_name,
+        threads,
+        dictionary_deltas,
+        ..
+    } = settings;
+    let (compression_name, threads, dictionary_deltas) =
+        (compression_name.as_deref(), *threads, *dictionary_deltas);
     if metadata.is_some() && format == IpcFormat::Stream {
         return Err(Error::Parameter(
             "metadata is written in the file footer: it applies to new_file and write_file".into(),
@@ -61,8 +82,27 @@ fn writer_options(
 /// instead, a thread hands the GIL to another and then waits for it at every step: two threads
 /// writing 4096-row tables got 1.3x one thread's throughput instead of 1.8x.
 fn write_batches(open: &mut Open, input: &mut Imported) -> Result<(), Failure> {
+    write_batches_as(open, input, None, &[])
+}
+
+/// As `write_batches`, cutting batches into at most `max_rows` rows and putting
+/// `custom_metadata` on each batch's message.
+fn write_batches_as(
+    open: &mut Open,
+    input: &mut Imported,
+    max_rows: Option<usize>,
+    custom_metadata: &[(String, String)],
+) -> Result<(), Failure> {
     while let Some(batch) = input.next_batch()? {
-        open.write_batch(&batch)?;
+        match max_rows {
+            Some(max) if batch.num_rows() > max => {
+                for start in (0..batch.num_rows()).step_by(max) {
+                    let len = max.min(batch.num_rows() - start);
+                    open.write_batch(&batch.slice(start, len), custom_metadata)?;
+                }
+            }
+            _ => open.write_batch(&batch, custom_metadata)?,
+        }
     }
     Ok(())
 }
@@ -99,7 +139,11 @@ impl Open {
 
     /// Encodes and writes one batch; the whole batch reaches the sink or none of it does.
     /// Runs without the GIL.
-    fn write_batch(&mut self, batch: &RecordBatch) -> Result<(), Failure> {
+    fn write_batch(
+        &mut self,
+        batch: &RecordBatch,
+        custom_metadata: &[(String, String)],
+    ) -> Result<(), Failure> {
         let Open {
             writer,
             sink,
@@ -107,12 +151,12 @@ impl Open {
         } = self;
         if let Some(out) = sink.memory() {
             return writer
-                .write(batch, out)
+                .write_with_metadata(batch, custom_metadata, out)
                 .map_err(|e| Failure::Encode(e.into_py_err()));
         }
         scratch.clear();
         writer
-            .write(batch, scratch)
+            .write_with_metadata(batch, custom_metadata, scratch)
             .map_err(|e| Failure::Encode(e.into_py_err()))?;
         let result = sink.write_detached(scratch).map_err(Failure::Sink);
         // Keep at most a modest scratch between writes: a large batch's output is not held.
@@ -159,29 +203,34 @@ impl Open {
     }
 }
 
-/// An Arrow IPC writer (stream or file format) with pooled compression. Made by
-/// `zstdpool.ipc.new_stream` and `new_file`.
-#[pyclass(frozen, name = "IpcWriter", module = "zstdpool.ipc")]
+/// An Arrow IPC writer (stream or file format) with pooled compression: the base of
+/// `RecordBatchStreamWriter` and `RecordBatchFileWriter`, which `new_stream` and `new_file`
+/// return.
+#[pyclass(frozen, subclass, name = "IpcWriter", module = "zstdpool.ipc")]
 pub struct PyIpcWriter {
     open: Held<Open>,
     schema: SchemaRef,
     format: IpcFormat,
     compression: Compression,
+    unify_dictionaries: bool,
     /// Batches and bytes written, kept here so that they stay readable after close.
     batches: AtomicUsize,
     bytes: AtomicUsize,
+    stats: Mutex<WriteStats>,
 }
 
 impl PyIpcWriter {
     fn record(&self, writer: &IpcWriter) {
         self.batches.store(writer.num_batches(), Ordering::Relaxed);
         self.bytes.store(writer.bytes_written(), Ordering::Relaxed);
+        *self.stats.lock().unwrap_or_else(|e| e.into_inner()) = writer.stats();
     }
 
     fn create(
         sink: &Bound<'_, PyAny>,
         schema: SchemaRef,
         options: WriterOptions,
+        unify_dictionaries: bool,
         durability: Durability,
         pool: &ContextPool,
     ) -> PyResult<Self> {
@@ -199,18 +248,37 @@ impl PyIpcWriter {
             schema,
             format,
             compression,
+            unify_dictionaries,
             batches: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
+            stats: Mutex::new(WriteStats::default()),
         })
     }
 
     /// Writes every batch of `data`; a failure closes the writer (sink errors) or leaves it
     /// usable (a batch that does not fit), never with part of a batch written.
-    fn write_data(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
+    fn write_data(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        max_rows: Option<usize>,
+        custom_metadata: &[(String, String)],
+    ) -> PyResult<()> {
+        let unified;
+        let data = if self.unify_dictionaries && self.format == IpcFormat::File && is_table(data)? {
+            // As pyarrow: a file holds one dictionary per field, so a table's chunks are
+            // given one before they are written.
+            unified = data.call_method0("unify_dictionaries")?;
+            &unified
+        } else {
+            data
+        };
         let input = to_input(data)?;
         let mut open = self.open.take()?;
         let open_ref: &mut Open = &mut open;
-        let result = py.detach(move || write_batches(open_ref, &mut input.import()?));
+        let result = py.detach(move || {
+            write_batches_as(open_ref, &mut input.import()?, max_rows, custom_metadata)
+        });
         self.record(&open.writer);
         match result {
             Ok(()) => Ok(()),
@@ -229,17 +297,62 @@ impl PyIpcWriter {
     /// object with `__arrow_c_stream__` or `__arrow_c_array__`. Its schema must match the
     /// writer's (field names, types and nullability).
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.write_data(py, data)
+        self.write_data(py, data, None, &[])
     }
 
-    /// Same as `write` (pyarrow's name).
-    fn write_batch(&self, py: Python<'_>, batch: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.write_data(py, batch)
+    /// As `write` (pyarrow's name), with key-value metadata (a dict or a
+    /// `pyarrow.KeyValueMetadata`) on the batch's message, read back with the batch by
+    /// `read_next_batch_with_custom_metadata` and `get_batch_with_custom_metadata`.
+    #[pyo3(signature = (batch, custom_metadata=None))]
+    fn write_batch(
+        &self,
+        py: Python<'_>,
+        batch: &Bound<'_, PyAny>,
+        custom_metadata: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let pairs: KeyValues = match custom_metadata.filter(|m| !m.is_none()) {
+            Some(m) => key_values("custom_metadata", m)?,
+            None => Vec::new(),
+        };
+        self.write_data(py, batch, None, &pairs)
     }
 
-    /// Same as `write` (pyarrow's name).
-    fn write_table(&self, py: Python<'_>, table: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.write_data(py, table)
+    /// As `write` (pyarrow's name); `max_chunksize` cuts the table's batches into batches of
+    /// at most that many rows.
+    #[pyo3(signature = (table, max_chunksize=None))]
+    fn write_table(
+        &self,
+        py: Python<'_>,
+        table: &Bound<'_, PyAny>,
+        max_chunksize: Option<i64>,
+    ) -> PyResult<()> {
+        let max_rows = match max_chunksize {
+            Some(n) if n <= 0 => {
+                return Err(
+                    Error::Parameter(format!("max_chunksize must be at least 1, not {n}"))
+                        .into_py_err(),
+                )
+            }
+            Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+            None => None,
+        };
+        self.write_data(py, table, max_rows, &[])
+    }
+
+    /// What has been written so far: a `WriteStats` with pyarrow's fields and the body bytes
+    /// before and after compression.
+    #[getter]
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let s = *self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        py.import("zstdpool._stats")?.getattr("WriteStats")?.call1((
+            s.num_messages,
+            s.num_record_batches,
+            s.num_dictionary_batches,
+            s.num_dictionary_deltas,
+            s.num_replaced_dictionaries,
+            s.total_raw_body_size,
+            s.total_serialized_body_size,
+        ))
     }
 
     /// Writes the end of the stream (and the file footer), completes the sink and gives the
@@ -337,8 +450,11 @@ impl PyIpcWriter {
 
     fn __repr__(&self) -> String {
         format!(
-            "<zstdpool.ipc.IpcWriter format={} compression={:?}{}>",
-            self.format(),
+            "<zstdpool.ipc.{} compression={:?}{}>",
+            match self.format {
+                IpcFormat::Stream => "RecordBatchStreamWriter",
+                IpcFormat::File => "RecordBatchFileWriter",
+            },
             self.compression().unwrap_or("none"),
             if self.closed() { " closed" } else { "" }
         )
@@ -354,21 +470,14 @@ impl Drop for PyIpcWriter {
     }
 }
 
-/// Opens an Arrow IPC stream writer on `sink` (a path, or a binary file object).
-///
-/// A path sink is written under a hidden temporary name beside it and renamed into place
-/// when the output is complete, so a failed write leaves nothing under its name and a crash
-/// of the process leaves the old file or the new one whole. With `fsync=True` the file and its
-/// directory are synced as well: once the output is complete it survives a power loss (without,
-/// as in pyarrow and polars, a power loss soon after may leave an empty or partial file).
-#[pyfunction]
-#[pyo3(
-    signature = (sink, schema, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
-)]
+/// Opens a writer of `format` on `sink` with pyarrow's `options` merged into the keywords.
 #[allow(clippy::too_many_arguments)]
-pub fn new_stream(
+fn open_writer(
+    format: IpcFormat,
     sink: &Bound<'_, PyAny>,
     schema: &Bound<'_, PyAny>,
+    options: Option<&Bound<'_, PyAny>>,
+    metadata: Option<&Bound<'_, PyAny>>,
     compression: Option<&str>,
     level: Option<i64>,
     threads: Option<i64>,
@@ -377,62 +486,192 @@ pub fn new_stream(
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyIpcWriter> {
     require_sink(sink)?;
-    let options = writer_options(
-        IpcFormat::Stream,
-        compression,
-        level,
-        threads,
-        dictionary_deltas,
-        None,
-    )?;
+    let settings = WriteSettings::new(options, compression, threads, dictionary_deltas)?;
+    let options = writer_options_from(format, &settings, level, footer_metadata(metadata)?)?;
     PyIpcWriter::create(
         sink,
         schema_of(schema)?,
         options,
+        settings.unify_dictionaries,
         durability(fsync),
         pool_or_default(pool),
     )
 }
 
-/// Opens an Arrow IPC file writer on `sink` (a path, or a binary file object).
+/// A file footer's metadata from a dict or `pyarrow.KeyValueMetadata` (str or bytes).
+fn footer_metadata(
+    metadata: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Option<HashMap<String, String>>> {
+    match metadata.filter(|m| !m.is_none()) {
+        Some(m) => Ok(Some(key_values("metadata", m)?.into_iter().collect())),
+        None => Ok(None),
+    }
+}
+
+/// An Arrow IPC stream writer on `sink` (a path, or a binary file object), constructed as
+/// pyarrow's is: `RecordBatchStreamWriter(sink, schema, options=pa.ipc.IpcWriteOptions(...))`,
+/// or with zstdpool's keywords. `new_stream` makes one.
 ///
 /// A path sink is written under a hidden temporary name beside it and renamed into place
 /// when the output is complete, so a failed write leaves nothing under its name and a crash
 /// of the process leaves the old file or the new one whole. With `fsync=True` the file and its
 /// directory are synced as well: once the output is complete it survives a power loss (without,
 /// as in pyarrow and polars, a power loss soon after may leave an empty or partial file).
+#[pyclass(frozen, extends = PyIpcWriter, name = "RecordBatchStreamWriter", module = "zstdpool.ipc")]
+pub struct PyStreamWriter;
+
+#[pymethods]
+impl PyStreamWriter {
+    #[new]
+    #[pyo3(
+        signature = (sink, schema, *, options=None, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        sink: &Bound<'_, PyAny>,
+        schema: &Bound<'_, PyAny>,
+        options: Option<&Bound<'_, PyAny>>,
+        compression: Option<&str>,
+        level: Option<i64>,
+        threads: Option<i64>,
+        dictionary_deltas: bool,
+        fsync: bool,
+        pool: Option<&Bound<'_, PyContextPool>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let base = open_writer(
+            IpcFormat::Stream,
+            sink,
+            schema,
+            options,
+            None,
+            compression,
+            level,
+            threads,
+            dictionary_deltas,
+            fsync,
+            pool,
+        )?;
+        Ok(PyClassInitializer::from(base).add_subclass(PyStreamWriter))
+    }
+}
+
+/// An Arrow IPC file writer on `sink` (a path, or a binary file object), constructed as
+/// pyarrow's is: `RecordBatchFileWriter(sink, schema, options=..., metadata=...)`, or with
+/// zstdpool's keywords. `new_file` makes one. `metadata` (a dict or
+/// `pyarrow.KeyValueMetadata`) goes in the footer.
+///
+/// A path sink is written under a hidden temporary name beside it and renamed into place
+/// when the output is complete, so a failed write leaves nothing under its name and a crash
+/// of the process leaves the old file or the new one whole. With `fsync=True` the file and its
+/// directory are synced as well: once the output is complete it survives a power loss (without,
+/// as in pyarrow and polars, a power loss soon after may leave an empty or partial file).
+#[pyclass(frozen, extends = PyIpcWriter, name = "RecordBatchFileWriter", module = "zstdpool.ipc")]
+pub struct PyFileWriter;
+
+#[pymethods]
+impl PyFileWriter {
+    #[new]
+    #[pyo3(
+        signature = (sink, schema, *, options=None, metadata=None, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        sink: &Bound<'_, PyAny>,
+        schema: &Bound<'_, PyAny>,
+        options: Option<&Bound<'_, PyAny>>,
+        metadata: Option<&Bound<'_, PyAny>>,
+        compression: Option<&str>,
+        level: Option<i64>,
+        threads: Option<i64>,
+        dictionary_deltas: bool,
+        fsync: bool,
+        pool: Option<&Bound<'_, PyContextPool>>,
+    ) -> PyResult<PyClassInitializer<Self>> {
+        let base = open_writer(
+            IpcFormat::File,
+            sink,
+            schema,
+            options,
+            metadata,
+            compression,
+            level,
+            threads,
+            dictionary_deltas,
+            fsync,
+            pool,
+        )?;
+        Ok(PyClassInitializer::from(base).add_subclass(PyFileWriter))
+    }
+}
+
+/// Opens an Arrow IPC stream writer on `sink`: a `RecordBatchStreamWriter` (see there).
 #[pyfunction]
 #[pyo3(
-    signature = (sink, schema, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, metadata=None, fsync=false, pool=None)
+    signature = (sink, schema, *, options=None, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
 )]
 #[allow(clippy::too_many_arguments)]
-pub fn new_file(
-    sink: &Bound<'_, PyAny>,
-    schema: &Bound<'_, PyAny>,
+pub fn new_stream<'py>(
+    sink: &Bound<'py, PyAny>,
+    schema: &Bound<'py, PyAny>,
+    options: Option<&Bound<'py, PyAny>>,
     compression: Option<&str>,
     level: Option<i64>,
     threads: Option<i64>,
     dictionary_deltas: bool,
-    metadata: Option<HashMap<String, String>>,
     fsync: bool,
-    pool: Option<&Bound<'_, PyContextPool>>,
-) -> PyResult<PyIpcWriter> {
-    require_sink(sink)?;
-    let options = writer_options(
-        IpcFormat::File,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyStreamWriter>> {
+    let init = PyStreamWriter::new(
+        sink,
+        schema,
+        options,
         compression,
         level,
         threads,
         dictionary_deltas,
-        metadata,
+        fsync,
+        pool,
     )?;
-    PyIpcWriter::create(
+    Bound::new(sink.py(), init)
+}
+
+/// Opens an Arrow IPC file writer on `sink`: a `RecordBatchFileWriter` (see there).
+#[pyfunction]
+#[pyo3(
+    signature = (sink, schema, *, options=None, metadata=None, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
+)]
+#[allow(clippy::too_many_arguments)]
+pub fn new_file<'py>(
+    sink: &Bound<'py, PyAny>,
+    schema: &Bound<'py, PyAny>,
+    options: Option<&Bound<'py, PyAny>>,
+    metadata: Option<&Bound<'py, PyAny>>,
+    compression: Option<&str>,
+    level: Option<i64>,
+    threads: Option<i64>,
+    dictionary_deltas: bool,
+    fsync: bool,
+    pool: Option<&Bound<'py, PyContextPool>>,
+) -> PyResult<Bound<'py, PyFileWriter>> {
+    let init = PyFileWriter::new(
         sink,
-        schema_of(schema)?,
+        schema,
         options,
-        durability(fsync),
-        pool_or_default(pool),
-    )
+        metadata,
+        compression,
+        level,
+        threads,
+        dictionary_deltas,
+        fsync,
+        pool,
+    )?;
+    Bound::new(sink.py(), init)
+}
+
+/// Whether `data` is a pyarrow Table (whose dictionaries `unify_dictionaries` can unify).
+fn is_table(data: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let table = data.py().import("pyarrow")?.getattr("Table")?;
+    data.is_instance(&table)
 }
 
 fn require_sink(sink: &Bound<'_, PyAny>) -> PyResult<()> {
@@ -551,7 +790,7 @@ pub fn write_file<'py>(
     level: Option<i64>,
     threads: Option<i64>,
     dictionary_deltas: bool,
-    metadata: Option<HashMap<String, String>>,
+    metadata: Option<&Bound<'py, PyAny>>,
     fsync: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
@@ -561,7 +800,7 @@ pub fn write_file<'py>(
         level,
         threads,
         dictionary_deltas,
-        metadata,
+        footer_metadata(metadata)?,
     )?;
     write_all(
         py,

@@ -11,6 +11,7 @@ mod export;
 mod held;
 mod input;
 mod io;
+mod ipc_options;
 mod ipc_reader;
 mod ipc_writer;
 mod parquet_reader;
@@ -53,6 +54,8 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(codec::compress_many, m)?)?;
     m.add_function(wrap_pyfunction!(codec::decompress_many, m)?)?;
     m.add_class::<ipc_writer::PyIpcWriter>()?;
+    m.add_class::<ipc_writer::PyStreamWriter>()?;
+    m.add_class::<ipc_writer::PyFileWriter>()?;
     m.add_class::<ipc_reader::PyIpcStreamReader>()?;
     m.add_class::<ipc_reader::PyIpcFileReader>()?;
     m.add_function(wrap_pyfunction!(ipc_writer::new_stream, m)?)?;

@@ -13,7 +13,9 @@ from types import TracebackType
 from typing import Any, Literal, Protocol, TypedDict, final, type_check_only
 
 import pyarrow as pa
-from typing_extensions import Buffer, CapsuleType, Self
+from typing_extensions import Buffer, CapsuleType, Self, disjoint_base
+
+from zstdpool._stats import ReadStats, WriteStats
 
 __all__ = [
     "DEFAULT_LEVEL",
@@ -24,10 +26,12 @@ __all__ = [
     "Compressor",
     "ContextPool",
     "Decompressor",
-    "IpcFileReader",
-    "IpcStreamReader",
     "IpcWriter",
     "ParquetWriter",
+    "RecordBatchFileReader",
+    "RecordBatchFileWriter",
+    "RecordBatchStreamReader",
+    "RecordBatchStreamWriter",
     "ParquetFile",
     "ParquetBatches",
     "__version__",
@@ -320,11 +324,13 @@ def decompress_many(
     pool: ContextPool | None = None,
 ) -> list[bytes]: ...
 
-@final
+_Metadata = dict[str, str] | dict[bytes, bytes] | Any
+
+@disjoint_base
 class IpcWriter:
     def write(self, data: _ArrowData) -> None: ...
-    def write_batch(self, batch: _ArrowData) -> None: ...
-    def write_table(self, table: _ArrowData) -> None: ...
+    def write_batch(self, batch: _ArrowData, custom_metadata: _Metadata | None = None) -> None: ...
+    def write_table(self, table: _ArrowData, max_chunksize: int | None = None) -> None: ...
     def close(self) -> None: ...
     def abort(self) -> None: ...
     @property
@@ -341,6 +347,8 @@ class IpcWriter:
     def num_batches(self) -> int: ...
     @property
     def bytes_written(self) -> int: ...
+    @property
+    def stats(self) -> WriteStats: ...
     def __enter__(self) -> Self: ...
     def __exit__(
         self,
@@ -350,12 +358,61 @@ class IpcWriter:
     ) -> bool: ...
 
 @final
-class IpcStreamReader:
+class RecordBatchStreamWriter(IpcWriter):
+    def __new__(
+        cls,
+        sink: _Sink,
+        schema: ArrowSchemaExportable,
+        *,
+        options: Any | None = None,
+        compression: _Compression = "zstd",
+        level: int | None = None,
+        threads: int | None = None,
+        dictionary_deltas: bool = False,
+        fsync: bool = False,
+        pool: ContextPool | None = None,
+    ) -> Self: ...
+
+@final
+class RecordBatchFileWriter(IpcWriter):
+    def __new__(
+        cls,
+        sink: _Sink,
+        schema: ArrowSchemaExportable,
+        *,
+        options: Any | None = None,
+        metadata: _Metadata | None = None,
+        compression: _Compression = "zstd",
+        level: int | None = None,
+        threads: int | None = None,
+        dictionary_deltas: bool = False,
+        fsync: bool = False,
+        pool: ContextPool | None = None,
+    ) -> Self: ...
+
+@final
+class RecordBatchStreamReader:
+    def __new__(
+        cls,
+        source: _Source,
+        *,
+        options: Any | None = None,
+        memory_pool: Any | None = None,
+        max_buffer_size: int | None = None,
+        max_batch_size: int | None = None,
+        threads: int | None = None,
+        pool: ContextPool | None = None,
+    ) -> Self: ...
     @property
     def schema(self) -> pa.Schema: ...
+    @property
+    def stats(self) -> ReadStats: ...
+    def count_rows(self) -> int: ...
     def __iter__(self) -> Self: ...
     def __next__(self) -> pa.RecordBatch: ...
     def read_next_batch(self) -> pa.RecordBatch: ...
+    def read_next_batch_with_custom_metadata(self) -> Any: ...
+    def iter_batches_with_custom_metadata(self) -> Iterator[Any]: ...
     def read_all(self) -> pa.Table: ...
     def read_pandas(self, **kwargs: Any) -> Any: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> CapsuleType: ...
@@ -366,16 +423,32 @@ class IpcStreamReader:
     def __exit__(self, *_exc: object) -> bool: ...
 
 @final
-class IpcFileReader:
+class RecordBatchFileReader:
+    def __new__(
+        cls,
+        source: _Source,
+        footer_offset: int | None = None,
+        *,
+        options: Any | None = None,
+        memory_pool: Any | None = None,
+        max_buffer_size: int | None = None,
+        max_batch_size: int | None = None,
+        threads: int | None = None,
+        pool: ContextPool | None = None,
+    ) -> Self: ...
     @property
     def schema(self) -> pa.Schema: ...
     @property
     def num_record_batches(self) -> int: ...
     def __len__(self) -> int: ...
     @property
-    def metadata(self) -> dict[str, str]: ...
+    def metadata(self) -> dict[bytes, bytes] | None: ...
+    @property
+    def stats(self) -> ReadStats: ...
+    def count_rows(self) -> int: ...
     def get_batch(self, i: int) -> pa.RecordBatch: ...
     def get_record_batch(self, i: int) -> pa.RecordBatch: ...
+    def get_batch_with_custom_metadata(self, i: int) -> Any: ...
     def read_all(self) -> pa.Table: ...
     def read_pandas(self, **kwargs: Any) -> Any: ...
     def __iter__(self) -> Iterator[pa.RecordBatch]: ...
@@ -389,35 +462,41 @@ def new_stream(
     sink: _Sink,
     schema: ArrowSchemaExportable,
     *,
+    options: Any | None = None,
     compression: _Compression = "zstd",
     level: int | None = None,
     threads: int | None = None,
     dictionary_deltas: bool = False,
     fsync: bool = False,
     pool: ContextPool | None = None,
-) -> IpcWriter:
+) -> RecordBatchStreamWriter:
     """Opens an Arrow IPC stream writer on ``sink`` (a path, or a binary file object).
 
     ``compression`` is "zstd" (at ``level``, 1 by default), "lz4" (also "lz4_frame") or None
-    (also "none" or "uncompressed"); the names are case-insensitive.
+    (also "none" or "uncompressed"); the names are case-insensitive. ``options`` is a
+    ``pyarrow.ipc.IpcWriteOptions``; a keyword left at its default yields to it, one that
+    disagrees with it is an error.
     """
 
 def new_file(
     sink: _Sink,
     schema: ArrowSchemaExportable,
     *,
+    options: Any | None = None,
+    metadata: _Metadata | None = None,
     compression: _Compression = "zstd",
     level: int | None = None,
     threads: int | None = None,
     dictionary_deltas: bool = False,
-    metadata: dict[str, str] | None = None,
     fsync: bool = False,
     pool: ContextPool | None = None,
-) -> IpcWriter:
+) -> RecordBatchFileWriter:
     """Opens an Arrow IPC file writer on ``sink`` (a path, or a binary file object).
 
     ``compression`` is "zstd" (at ``level``, 1 by default), "lz4" (also "lz4_frame") or None
-    (also "none" or "uncompressed"); the names are case-insensitive.
+    (also "none" or "uncompressed"); the names are case-insensitive. ``options`` is a
+    ``pyarrow.ipc.IpcWriteOptions``; a keyword left at its default yields to it, one that
+    disagrees with it is an error.
     """
 
 def write_stream(
@@ -445,7 +524,7 @@ def write_file(
     level: int | None = None,
     threads: int | None = None,
     dictionary_deltas: bool = False,
-    metadata: dict[str, str] | None = None,
+    metadata: _Metadata | None = None,
     fsync: bool = False,
     pool: ContextPool | None = None,
 ) -> bytes | None:
@@ -458,19 +537,24 @@ def write_file(
 def open_stream(
     source: _Source,
     *,
+    options: Any | None = None,
+    memory_pool: Any | None = None,
     max_buffer_size: int | None = None,
     max_batch_size: int | None = None,
     threads: int | None = None,
     pool: ContextPool | None = None,
-) -> IpcStreamReader: ...
+) -> RecordBatchStreamReader: ...
 def open_file(
     source: _Source,
+    footer_offset: int | None = None,
     *,
+    options: Any | None = None,
+    memory_pool: Any | None = None,
     max_buffer_size: int | None = None,
     max_batch_size: int | None = None,
     threads: int | None = None,
     pool: ContextPool | None = None,
-) -> IpcFileReader: ...
+) -> RecordBatchFileReader: ...
 def read_stream(
     source: _Source,
     *,

@@ -2,10 +2,14 @@
 
 The names follow ``pyarrow.ipc`` so that switching costs a changed import:
 
-- ``new_stream(sink, schema)`` / ``new_file(sink, schema)`` open writers;
+- ``new_stream(sink, schema)`` / ``new_file(sink, schema)`` open writers
+  (``RecordBatchStreamWriter`` / ``RecordBatchFileWriter``, which can also be constructed as
+  pyarrow's are, ``options=pa.ipc.IpcWriteOptions(...)`` included);
   ``write_stream(data, sink=None)`` / ``write_file(data, sink=None)`` write in one call and
   return bytes when ``sink`` is None.
-- ``open_stream(source)`` / ``open_file(source)`` open readers;
+- ``open_stream(source)`` / ``open_file(source)`` open readers
+  (``RecordBatchStreamReader`` / ``RecordBatchFileReader``, ``options=IpcReadOptions(...)``
+  with ``included_fields`` included);
   ``read_stream(source)`` / ``read_file(source)`` return a ``pyarrow.Table``.
 
 Writers take pyarrow tables, batches and readers, pandas DataFrames, and anything with the
@@ -16,10 +20,13 @@ zstd is written at level 1 by default, as pyarrow does.
 
 from __future__ import annotations
 
+from zstdpool._stats import ReadStats, WriteStats
 from zstdpool._zstdpool import (
-    IpcFileReader,
-    IpcStreamReader,
     IpcWriter,
+    RecordBatchFileReader,
+    RecordBatchFileWriter,
+    RecordBatchStreamReader,
+    RecordBatchStreamWriter,
     new_file,
     new_stream,
     open_file,
@@ -30,10 +37,20 @@ from zstdpool._zstdpool import (
     write_stream,
 )
 
+#: The readers' earlier names.
+IpcStreamReader = RecordBatchStreamReader
+IpcFileReader = RecordBatchFileReader
+
 __all__ = [
     "IpcFileReader",
     "IpcStreamReader",
     "IpcWriter",
+    "ReadStats",
+    "RecordBatchFileReader",
+    "RecordBatchFileWriter",
+    "RecordBatchStreamReader",
+    "RecordBatchStreamWriter",
+    "WriteStats",
     "new_file",
     "new_stream",
     "open_file",

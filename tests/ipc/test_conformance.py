@@ -106,7 +106,7 @@ def _pyarrow_read(path: Path, file_format: bool):
         if file_format:
             r = pyarrow.ipc.open_file(path)
             batches = [r.get_batch(i) for i in range(r.num_record_batches)]
-            footer = {k.decode(): v.decode() for k, v in (r.metadata or {}).items()}
+            footer = r.metadata
         else:
             r = pyarrow.ipc.open_stream(path)
             batches = list(r)

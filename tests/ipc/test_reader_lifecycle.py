@@ -137,8 +137,8 @@ def test_use_after_close_raises_closed_error(compressed):
     ):
         with pytest.raises(zstdpool.ClosedError):
             use()
-    # What the footer says is known from open, like the schema.
-    assert file_reader.metadata == {}
+    # What the footer says is known from open, like the schema (None: it says nothing).
+    assert file_reader.metadata is None
     assert file_reader.schema.equals(batches[0].schema)
 
 
@@ -177,12 +177,12 @@ def test_file_metadata_is_readable_while_another_thread_reads(compressed):
     worker.start()
     try:
         assert source.entered.wait(10)
-        assert reader.metadata == {"origin": "test"}
+        assert reader.metadata == {b"origin": b"test"}
     finally:
         source.release.set()
         worker.join(10)
     reader.close()
-    assert reader.metadata == {"origin": "test"}
+    assert reader.metadata == {b"origin": b"test"}
 
 
 def test_two_threads_iterating_one_file_reader_get_busy_error(compressed):

@@ -183,6 +183,6 @@ def test_read_pandas():
 def test_repr():
     data = write_zstdpool(sample_batches())
     with ipc.open_stream(data) as r:
-        assert "IpcStreamReader" in repr(r) and "6 columns" in repr(r)
+        assert "RecordBatchStreamReader" in repr(r) and "6 columns" in repr(r)
     with ipc.open_file(write_zstdpool(sample_batches(), fmt="file")) as r:
-        assert "IpcFileReader" in repr(r) and "4 batches" in repr(r)
+        assert "RecordBatchFileReader" in repr(r) and "4 batches" in repr(r)

@@ -35,7 +35,8 @@ def test_footer_metadata(metadata):
     got = {k.decode(): v.decode() for k, v in (reader.metadata or {}).items()}
     assert got == metadata
     with zi.open_file(out) as ours:
-        assert ours.metadata == metadata
+        assert ours.metadata == reader.metadata
+        assert ours.metadata == ({k.encode(): v.encode() for k, v in metadata.items()} or None)
     # Footer metadata is not schema metadata.
     assert reader.schema.metadata is None
 
@@ -73,7 +74,8 @@ def check_writer_properties(fmt, codec, level):
     assert w.num_batches == 0
     assert w.bytes_written == len(sink.getvalue())
     r = repr(w)
-    assert r.startswith("<zstdpool.ipc.IpcWriter") and f"format={fmt}" in r
+    name = "RecordBatchStreamWriter" if fmt == "stream" else "RecordBatchFileWriter"
+    assert r.startswith(f"<zstdpool.ipc.{name}") and isinstance(w, zi.IpcWriter)
     assert (codec or "none") in r and "closed" not in r
     for k, batch in enumerate(INPUT_TABLE.to_batches(max_chunksize=20), start=1):
         w.write(batch)

@@ -284,8 +284,8 @@ def _recompress(
     from zstdpool import ipc
     from zstdpool.errors import ZstdError
 
-    metadata: dict[str, str] = {}
-    reader: ipc.IpcFileReader | ipc.IpcStreamReader
+    metadata: dict[bytes, bytes] = {}
+    reader: ipc.RecordBatchFileReader | ipc.RecordBatchStreamReader
     if src_format == "file":
         try:
             reader = ipc.open_file(f)
@@ -294,7 +294,7 @@ def _recompress(
                 f"starts like an Arrow IPC file but cannot be read as one (truncated?): {e}"
             ) from e
         total_batches: int | None = reader.num_record_batches
-        metadata = dict(reader.metadata)
+        metadata = reader.metadata or {}
     else:
         try:
             reader = ipc.open_stream(f)
