@@ -110,9 +110,34 @@ fn open_path(path: &Path) -> PyResult<File> {
     Ok(file)
 }
 
+/// The file behind a `pyarrow.MemoryMappedFile`, opened anew from its descriptor and placed
+/// at the mapping's position. Reading the mapping itself would fault (SIGBUS, killing the
+/// process) if another process truncated the file; reading the file gives a short read
+/// instead, which the readers report as truncated input.
+fn mapped_file(obj: &Bound<'_, PyAny>) -> PyResult<Option<File>> {
+    let Ok(pyarrow) = obj.py().import("pyarrow") else {
+        return Ok(None);
+    };
+    if !obj.is_instance(&pyarrow.getattr("MemoryMappedFile")?)? {
+        return Ok(None);
+    }
+    let fd: i32 = obj.call_method0("fileno")?.extract()?;
+    let position: u64 = obj.call_method0("tell")?.extract()?;
+    // SAFETY: the descriptor is the mapping's, open for the length of this call; the dup
+    // below owns a descriptor of its own.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+    let mut file = File::from(borrowed.try_clone_to_owned().map_err(errors::os_error)?);
+    file.seek(SeekFrom::Start(position))
+        .map_err(errors::os_error)?;
+    Ok(Some(file))
+}
+
 /// A Parquet reader's input: bytes-like (read without copying), a path (read at offsets, by
 /// several threads at once), or a seekable binary file object (each read takes the GIL).
 pub fn parquet_source(obj: &Bound<'_, PyAny>) -> PyResult<ParquetSource> {
+    if let Some(file) = mapped_file(obj)? {
+        return ParquetSource::file(file).map_err(errors::os_error);
+    }
     if let Some(path) = as_path(obj)? {
         let file = open_path(&path)?;
         return ParquetSource::file(file)
@@ -154,6 +179,11 @@ impl ReadAt for PyReadAt {
 
 impl InputSource {
     pub fn open(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if let Some(file) = mapped_file(obj)? {
+            return Ok(InputSource::File(ReaderSource::new(
+                BufReader::with_capacity(1 << 16, file),
+            )));
+        }
         if let Some(path) = as_path(obj)? {
             let file = open_path(&path)?;
             return Ok(InputSource::File(ReaderSource::new(

@@ -54,16 +54,23 @@ def small_hostile_sample():
     return sample_batches(sizes=(40, 0, 30, 25), seed=7)
 
 
-def _read_or_error(data: bytes, fmt: str, how: str):
-    """Reads `data` fully; returns the batches, or the zstdpool error. Any other exception
-    propagates (and fails the test)."""
+def _mapped(data: bytes, path) -> pa.MemoryMappedFile:
+    """`data` written to `path` and memory-mapped (a source as pyarrow users pass it)."""
+    path.write_bytes(data)
+    return pa.memory_map(str(path))
+
+
+def _read_or_error(data: bytes, fmt: str, how: str, mapped_at=None):
+    """Reads `data` fully (through a memory map at `mapped_at`, if given); returns the
+    batches, or the zstdpool error. Any other exception propagates (and fails the test)."""
+    source = data if mapped_at is None else _mapped(data, mapped_at)
     try:
         if fmt == "stream":
-            with ipc.open_stream(data) as r:
+            with ipc.open_stream(source) as r:
                 _ = r.schema
                 batches = list(r)
         else:
-            with ipc.open_file(data) as r:
+            with ipc.open_file(source) as r:
                 _ = r.schema, r.metadata
                 batches = [r.get_batch(i) for i in reversed(range(len(r)))][::-1]
     except zstdpool.ZstdError as e:
@@ -120,12 +127,16 @@ def test_truncations_through_a_file_object():
         _assert_prefix(got, expected, f"cut at {cut}")
 
 
+@pytest.mark.parametrize("source", ["bytes", "memory_map"])
 @pytest.mark.parametrize("writer", WRITERS)
-def test_every_truncation_of_a_file(writer):
+def test_every_truncation_of_a_file(writer, source, tmp_path):
     expected = small_hostile_sample()
     data = write(writer, expected, fmt="file", compression="zstd")
+    mapped_at = tmp_path / "cut.arrow" if source == "memory_map" else None
     for cut in range(len(data)):
-        got = _read_or_error(data[:cut], "file", f"cut at {cut}")
+        if mapped_at is not None and cut == 0:
+            continue  # an empty file cannot be mapped (pyarrow refuses it)
+        got = _read_or_error(data[:cut], "file", f"cut at {cut}", mapped_at)
         assert isinstance(got, zstdpool.IpcError), f"cut at {cut}: {got!r}"
     assert leased() == 0
 
@@ -141,15 +152,17 @@ def _flips(data: bytes, seed: int, count: int):
         yield spots, bytes(bad)
 
 
+@pytest.mark.parametrize("source", ["bytes", "memory_map"])
 @pytest.mark.parametrize("fmt", ["stream", "file"])
 @pytest.mark.parametrize("compression", ["zstd", "lz4", None], ids=str)
-def test_random_byte_flips(fmt, compression):
+def test_random_byte_flips(fmt, compression, source, tmp_path):
     expected = small_hostile_sample()
     data = write_zstdpool(expected, fmt=fmt, compression=compression)
     outcomes = {"table": 0, "error": 0}
     seed = 10 * ["stream", "file"].index(fmt) + CODECS.index(compression)
+    mapped_at = tmp_path / "flipped.arrow" if source == "memory_map" else None
     for spots, bad in _flips(data, seed=seed, count=300):
-        got = _read_or_error(bad, fmt, f"flips at {spots}")
+        got = _read_or_error(bad, fmt, f"flips at {spots}", mapped_at)
         outcomes["error" if isinstance(got, Exception) else "table"] += 1
     assert outcomes["error"] > 0
     assert leased() == 0
@@ -243,20 +256,24 @@ def _message_body_length_field(data: bytes, start: int) -> int:
 
 
 @pytest.mark.parametrize("declared", [1 << 31, (4 << 30) - 8, (4 << 30) + 8, -8])
-@pytest.mark.parametrize("source", ["bytes", "BytesIO"])
-def test_huge_body_length_on_a_short_input(source, declared):
+@pytest.mark.parametrize("source", ["bytes", "BytesIO", "memory_map"])
+def test_huge_body_length_on_a_short_input(source, declared, tmp_path):
     """A message that declares gigabytes of body on a small input: refused (by the limit, or
     as truncated input) without reserving the declared size."""
     batches = sample_batches()
     data = write_zstdpool(batches, compression="zstd")
     _, start, _, _ = next(m for m in messages(data) if m[0] == "record batch")
     bad = patched(data, _message_body_length_field(data, start), "<q", declared)
-    src = bad if source == "bytes" else io.BytesIO(bad)
+
+    def src():
+        if source == "memory_map":
+            return _mapped(bad, tmp_path / "huge.arrow")
+        return bad if source == "bytes" else io.BytesIO(bad)
+
     error = zstdpool.OutputLimitError if declared > 4 << 30 else zstdpool.IpcError
-    with ipc.open_stream(src) as r, pytest.raises(error):
+    with ipc.open_stream(src()) as r, pytest.raises(error):
         list(r)
     # A lower limit turns each positive one into an OutputLimitError.
     if declared > 0:
-        src = bad if source == "bytes" else io.BytesIO(bad)
         with pytest.raises(zstdpool.OutputLimitError, match="max_batch_size"):
-            ipc.read_stream(src, max_batch_size=1 << 20)
+            ipc.read_stream(src(), max_batch_size=1 << 20)

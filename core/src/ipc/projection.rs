@@ -18,7 +18,9 @@ impl Projection {
     /// Checks `columns` against a schema of `num_fields` fields.
     pub fn new(mut columns: Vec<usize>, num_fields: usize) -> Result<Self> {
         if let Some(&bad) = columns.iter().find(|&&i| i >= num_fields) {
-            return Err(Error::Parameter(format!(
+            // Ipc, not Parameter: the index does not fit this data's schema (pyarrow raises
+            // ArrowInvalid for it too).
+            return Err(Error::Ipc(format!(
                 "included_fields: field index {bad} is out of range: the schema has {num_fields} \
                  fields"
             )));
