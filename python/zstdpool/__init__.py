@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from zstdpool import dataset, errors, ipc, parquet
+from zstdpool import dataset, errors, feather, ipc, parquet
 from zstdpool._zstdpool import (
     DEFAULT_LEVEL,
     DEFAULT_MAX_OUTPUT_SIZE,
@@ -84,6 +84,7 @@ __all__ = [
     "dataset",
     "default_pool",
     "errors",
+    "feather",
     "ipc",
     "memory_stats",
     "parquet",
