@@ -37,6 +37,7 @@ WORKLOAD_MODULES: list[str] = [
     "zstdpool._bench.ipc",
     "zstdpool._bench.threads",
     "zstdpool._bench.parquet",
+    "zstdpool._bench.feather",
     "zstdpool._bench.dataset",
     "zstdpool._bench.paths",
 ]
