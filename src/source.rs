@@ -135,9 +135,6 @@ fn mapped_file(obj: &Bound<'_, PyAny>) -> PyResult<Option<File>> {
 /// A Parquet reader's input: bytes-like (read without copying), a path (read at offsets, by
 /// several threads at once), or a seekable binary file object (each read takes the GIL).
 pub fn parquet_source(obj: &Bound<'_, PyAny>) -> PyResult<ParquetSource> {
-    if let Some(file) = mapped_file(obj)? {
-        return ParquetSource::file(file).map_err(errors::os_error);
-    }
     if let Some(path) = as_path(obj)? {
         let file = open_path(&path)?;
         return ParquetSource::file(file)
@@ -145,6 +142,9 @@ pub fn parquet_source(obj: &Bound<'_, PyAny>) -> PyResult<ParquetSource> {
     }
     if let Some(buffer) = buffer_from_python(obj)? {
         return Ok(ParquetSource::memory(buffer));
+    }
+    if let Some(file) = mapped_file(obj)? {
+        return ParquetSource::file(file).map_err(errors::os_error);
     }
     if obj.hasattr("read")? && obj.hasattr("seek")? {
         let file = PyReadAt(Mutex::new(PyFileLike {
@@ -179,11 +179,6 @@ impl ReadAt for PyReadAt {
 
 impl InputSource {
     pub fn open(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
-        if let Some(file) = mapped_file(obj)? {
-            return Ok(InputSource::File(ReaderSource::new(
-                BufReader::with_capacity(1 << 16, file),
-            )));
-        }
         if let Some(path) = as_path(obj)? {
             let file = open_path(&path)?;
             return Ok(InputSource::File(ReaderSource::new(
@@ -192,6 +187,12 @@ impl InputSource {
         }
         if let Some(buffer) = buffer_from_python(obj)? {
             return Ok(InputSource::Bytes(BytesSource::new(buffer)));
+        }
+        // Checked after paths and buffers, which need no import to recognise.
+        if let Some(file) = mapped_file(obj)? {
+            return Ok(InputSource::File(ReaderSource::new(
+                BufReader::with_capacity(1 << 16, file),
+            )));
         }
         if obj.hasattr("read")? {
             return Ok(InputSource::Python(ReaderSource::new(PyFileLike {
