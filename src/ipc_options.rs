@@ -27,6 +27,21 @@ fn require(obj: &Bound<'_, PyAny>, module: &str, class: &str, what: &str) -> PyR
     Ok(())
 }
 
+/// `threads` with pyarrow's `use_threads` of `options`: False means one thread.
+fn with_use_threads(options: &Bound<'_, PyAny>, threads: Option<i64>) -> PyResult<Option<i64>> {
+    if options.getattr("use_threads")?.extract::<bool>()? {
+        return Ok(threads);
+    }
+    match threads {
+        None | Some(1) => Ok(Some(1)),
+        Some(n) => Err(conflict(
+            "threads",
+            format!("threads={n}"),
+            "use_threads=False".into(),
+        )),
+    }
+}
+
 /// What a writer takes from an `IpcWriteOptions` and the keywords beside it.
 pub struct WriteSettings {
     pub compression: Option<String>,
@@ -86,18 +101,7 @@ impl WriteSettings {
             (None, None) => {}
             (k, o) => return Err(conflict("compression", format!("{k:?}"), format!("{o:?}"))),
         }
-        if !options.getattr("use_threads")?.extract::<bool>()? {
-            match settings.threads {
-                None | Some(1) => settings.threads = Some(1),
-                Some(n) => {
-                    return Err(conflict(
-                        "threads",
-                        format!("threads={n}"),
-                        "use_threads=False".into(),
-                    ))
-                }
-            }
-        }
+        settings.threads = with_use_threads(options, settings.threads)?;
         let deltas: bool = options.getattr("emit_dictionary_deltas")?.extract()?;
         settings.dictionary_deltas |= deltas;
         settings.unify_dictionaries = options.getattr("unify_dictionaries")?.extract()?;
@@ -154,18 +158,7 @@ impl ReadSettings {
                 .collect::<PyResult<Vec<_>>>()?;
             settings.included_fields = Some(fields);
         }
-        if !options.getattr("use_threads")?.extract::<bool>()? {
-            match settings.threads {
-                None | Some(1) => settings.threads = Some(1),
-                Some(n) => {
-                    return Err(conflict(
-                        "threads",
-                        format!("threads={n}"),
-                        "use_threads=False".into(),
-                    ))
-                }
-            }
-        }
+        settings.threads = with_use_threads(options, settings.threads)?;
         // Alignment.At64Byte (2) would ask every buffer to start on 64 bytes; decompressed
         // bodies do, but buffers of uncompressed data are used where they lie.
         let alignment: i64 = options

@@ -107,7 +107,7 @@ impl NextBatch for StreamReader<InputSource> {
 /// Iterate over it for pyarrow RecordBatches, or call `read_all()`.
 ///
 /// Constructed as pyarrow's is, `RecordBatchStreamReader(source, options=..., memory_pool=...)`
-/// (`open_stream` makes one): `source` is bytes-like (read without copying), a path, or a
+/// (`open_stream` is another name for it): `source` is bytes-like (read without copying), a path, or a
 /// binary file object (a `pyarrow.NativeFile` among them). `options`, a
 /// `pyarrow.ipc.IpcReadOptions`, gives `included_fields` (only those columns are
 /// decompressed) and `use_threads`; `memory_pool` is accepted and unused. `max_buffer_size`
@@ -335,7 +335,7 @@ impl BatchesWithMetadata {
 /// Reads an Arrow IPC file (Feather v2): any batch by index, decompressing with pooled contexts.
 ///
 /// Constructed as pyarrow's is, `RecordBatchFileReader(source, footer_offset=None,
-/// options=..., memory_pool=...)` (`open_file` makes one): `source` is bytes-like, a path, or
+/// options=..., memory_pool=...)` (`open_file` is another name for it): `source` is bytes-like, a path, or
 /// a seekable binary file object; `footer_offset` is where the file ends in a source that
 /// holds more after it. The other arguments are the stream reader's.
 #[pyclass(frozen, name = "RecordBatchFileReader", module = "zstdpool.ipc")]
@@ -594,60 +594,6 @@ impl FileBatches {
     }
 }
 
-/// Opens an Arrow IPC stream from `source`: a `RecordBatchStreamReader` (see there).
-#[pyfunction]
-#[pyo3(signature = (source, *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn open_stream(
-    py: Python<'_>,
-    source: &Bound<'_, PyAny>,
-    options: Option<&Bound<'_, PyAny>>,
-    memory_pool: Option<&Bound<'_, PyAny>>,
-    max_buffer_size: Option<i64>,
-    max_batch_size: Option<i64>,
-    threads: Option<i64>,
-    pool: Option<&Bound<'_, PyContextPool>>,
-) -> PyResult<PyIpcStreamReader> {
-    PyIpcStreamReader::new(
-        py,
-        source,
-        options,
-        memory_pool,
-        max_buffer_size,
-        max_batch_size,
-        threads,
-        pool,
-    )
-}
-
-/// Opens an Arrow IPC file (Feather v2) from `source`: a `RecordBatchFileReader` (see there).
-#[pyfunction]
-#[pyo3(signature = (source, footer_offset=None, *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn open_file(
-    py: Python<'_>,
-    source: &Bound<'_, PyAny>,
-    footer_offset: Option<i64>,
-    options: Option<&Bound<'_, PyAny>>,
-    memory_pool: Option<&Bound<'_, PyAny>>,
-    max_buffer_size: Option<i64>,
-    max_batch_size: Option<i64>,
-    threads: Option<i64>,
-    pool: Option<&Bound<'_, PyContextPool>>,
-) -> PyResult<PyIpcFileReader> {
-    PyIpcFileReader::new(
-        py,
-        source,
-        footer_offset,
-        options,
-        memory_pool,
-        max_buffer_size,
-        max_batch_size,
-        threads,
-        pool,
-    )
-}
-
 /// Reads a whole Arrow IPC stream into a pyarrow Table.
 #[pyfunction]
 #[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
@@ -659,7 +605,7 @@ pub fn read_stream<'py>(
     threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let reader = open_stream(
+    let reader = PyIpcStreamReader::new(
         py,
         source,
         None,
@@ -685,7 +631,7 @@ pub fn read_file<'py>(
     threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let reader = open_file(
+    let reader = PyIpcFileReader::new(
         py,
         source,
         None,

@@ -510,7 +510,7 @@ fn footer_metadata(
 
 /// An Arrow IPC stream writer on `sink` (a path, or a binary file object), constructed as
 /// pyarrow's is: `RecordBatchStreamWriter(sink, schema, options=pa.ipc.IpcWriteOptions(...))`,
-/// or with zstdpool's keywords. `new_stream` makes one.
+/// or with zstdpool's keywords (`new_stream` is another name for it).
 ///
 /// A path sink is written under a hidden temporary name beside it and renamed into place
 /// when the output is complete, so a failed write leaves nothing under its name and a crash
@@ -557,7 +557,7 @@ impl PyStreamWriter {
 
 /// An Arrow IPC file writer on `sink` (a path, or a binary file object), constructed as
 /// pyarrow's is: `RecordBatchFileWriter(sink, schema, options=..., metadata=...)`, or with
-/// zstdpool's keywords. `new_file` makes one. `metadata` (a dict or
+/// zstdpool's keywords (`new_file` is another name for it). `metadata` (a dict or
 /// `pyarrow.KeyValueMetadata`) goes in the footer.
 ///
 /// A path sink is written under a hidden temporary name beside it and renamed into place
@@ -602,70 +602,6 @@ impl PyFileWriter {
         )?;
         Ok(PyClassInitializer::from(base).add_subclass(PyFileWriter))
     }
-}
-
-/// Opens an Arrow IPC stream writer on `sink`: a `RecordBatchStreamWriter` (see there).
-#[pyfunction]
-#[pyo3(
-    signature = (sink, schema, *, options=None, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
-)]
-#[allow(clippy::too_many_arguments)]
-pub fn new_stream<'py>(
-    sink: &Bound<'py, PyAny>,
-    schema: &Bound<'py, PyAny>,
-    options: Option<&Bound<'py, PyAny>>,
-    compression: Option<&str>,
-    level: Option<i64>,
-    threads: Option<i64>,
-    dictionary_deltas: bool,
-    fsync: bool,
-    pool: Option<&Bound<'py, PyContextPool>>,
-) -> PyResult<Bound<'py, PyStreamWriter>> {
-    let init = PyStreamWriter::new(
-        sink,
-        schema,
-        options,
-        compression,
-        level,
-        threads,
-        dictionary_deltas,
-        fsync,
-        pool,
-    )?;
-    Bound::new(sink.py(), init)
-}
-
-/// Opens an Arrow IPC file writer on `sink`: a `RecordBatchFileWriter` (see there).
-#[pyfunction]
-#[pyo3(
-    signature = (sink, schema, *, options=None, metadata=None, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
-)]
-#[allow(clippy::too_many_arguments)]
-pub fn new_file<'py>(
-    sink: &Bound<'py, PyAny>,
-    schema: &Bound<'py, PyAny>,
-    options: Option<&Bound<'py, PyAny>>,
-    metadata: Option<&Bound<'py, PyAny>>,
-    compression: Option<&str>,
-    level: Option<i64>,
-    threads: Option<i64>,
-    dictionary_deltas: bool,
-    fsync: bool,
-    pool: Option<&Bound<'py, PyContextPool>>,
-) -> PyResult<Bound<'py, PyFileWriter>> {
-    let init = PyFileWriter::new(
-        sink,
-        schema,
-        options,
-        metadata,
-        compression,
-        level,
-        threads,
-        dictionary_deltas,
-        fsync,
-        pool,
-    )?;
-    Bound::new(sink.py(), init)
 }
 
 /// Whether `data` is a pyarrow Table (whose dictionaries `unify_dictionaries` can unify).

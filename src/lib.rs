@@ -58,12 +58,8 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ipc_writer::PyFileWriter>()?;
     m.add_class::<ipc_reader::PyIpcStreamReader>()?;
     m.add_class::<ipc_reader::PyIpcFileReader>()?;
-    m.add_function(wrap_pyfunction!(ipc_writer::new_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(ipc_writer::new_file, m)?)?;
     m.add_function(wrap_pyfunction!(ipc_writer::write_stream, m)?)?;
     m.add_function(wrap_pyfunction!(ipc_writer::write_file, m)?)?;
-    m.add_function(wrap_pyfunction!(ipc_reader::open_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(ipc_reader::open_file, m)?)?;
     m.add_function(wrap_pyfunction!(ipc_reader::read_stream, m)?)?;
     m.add_function(wrap_pyfunction!(ipc_reader::read_file, m)?)?;
     m.add_function(wrap_pyfunction!(ipc_reader::inspect_ipc, m)?)?;

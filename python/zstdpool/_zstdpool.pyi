@@ -46,10 +46,6 @@ __all__ = [
     "default_pool",
     "inspect_ipc",
     "memory_stats",
-    "new_file",
-    "new_stream",
-    "open_file",
-    "open_stream",
     "pool_stats",
     "read_file",
     "read_stream",
@@ -359,6 +355,15 @@ class IpcWriter:
 
 @final
 class RecordBatchStreamWriter(IpcWriter):
+    """An Arrow IPC stream writer on ``sink`` (a path, or a binary file object);
+    ``zstdpool.ipc.new_stream`` is another name for it.
+
+    ``compression`` is "zstd" (at ``level``, 1 by default), "lz4" (also "lz4_frame") or None
+    (also "none" or "uncompressed"); the names are case-insensitive. ``options`` is a
+    ``pyarrow.ipc.IpcWriteOptions``; a keyword left at its default yields to it, one that
+    disagrees with it is an error.
+    """
+
     def __new__(
         cls,
         sink: _Sink,
@@ -375,6 +380,9 @@ class RecordBatchStreamWriter(IpcWriter):
 
 @final
 class RecordBatchFileWriter(IpcWriter):
+    """An Arrow IPC file writer on ``sink``; ``zstdpool.ipc.new_file`` is another name for it.
+    Its options are the stream writer's, with ``metadata`` for the footer."""
+
     def __new__(
         cls,
         sink: _Sink,
@@ -458,47 +466,6 @@ class RecordBatchFileReader:
     def __enter__(self) -> Self: ...
     def __exit__(self, *_exc: object) -> bool: ...
 
-def new_stream(
-    sink: _Sink,
-    schema: ArrowSchemaExportable,
-    *,
-    options: Any | None = None,
-    compression: _Compression = "zstd",
-    level: int | None = None,
-    threads: int | None = None,
-    dictionary_deltas: bool = False,
-    fsync: bool = False,
-    pool: ContextPool | None = None,
-) -> RecordBatchStreamWriter:
-    """Opens an Arrow IPC stream writer on ``sink`` (a path, or a binary file object).
-
-    ``compression`` is "zstd" (at ``level``, 1 by default), "lz4" (also "lz4_frame") or None
-    (also "none" or "uncompressed"); the names are case-insensitive. ``options`` is a
-    ``pyarrow.ipc.IpcWriteOptions``; a keyword left at its default yields to it, one that
-    disagrees with it is an error.
-    """
-
-def new_file(
-    sink: _Sink,
-    schema: ArrowSchemaExportable,
-    *,
-    options: Any | None = None,
-    metadata: _Metadata | None = None,
-    compression: _Compression = "zstd",
-    level: int | None = None,
-    threads: int | None = None,
-    dictionary_deltas: bool = False,
-    fsync: bool = False,
-    pool: ContextPool | None = None,
-) -> RecordBatchFileWriter:
-    """Opens an Arrow IPC file writer on ``sink`` (a path, or a binary file object).
-
-    ``compression`` is "zstd" (at ``level``, 1 by default), "lz4" (also "lz4_frame") or None
-    (also "none" or "uncompressed"); the names are case-insensitive. ``options`` is a
-    ``pyarrow.ipc.IpcWriteOptions``; a keyword left at its default yields to it, one that
-    disagrees with it is an error.
-    """
-
 def write_stream(
     data: _ArrowData,
     sink: _Sink | None = None,
@@ -534,27 +501,6 @@ def write_file(
     (also "none" or "uncompressed"); the names are case-insensitive.
     """
 
-def open_stream(
-    source: _Source,
-    *,
-    options: Any | None = None,
-    memory_pool: Any | None = None,
-    max_buffer_size: int | None = None,
-    max_batch_size: int | None = None,
-    threads: int | None = None,
-    pool: ContextPool | None = None,
-) -> RecordBatchStreamReader: ...
-def open_file(
-    source: _Source,
-    footer_offset: int | None = None,
-    *,
-    options: Any | None = None,
-    memory_pool: Any | None = None,
-    max_buffer_size: int | None = None,
-    max_batch_size: int | None = None,
-    threads: int | None = None,
-    pool: ContextPool | None = None,
-) -> RecordBatchFileReader: ...
 def read_stream(
     source: _Source,
     *,

@@ -27,15 +27,18 @@ from zstdpool._zstdpool import (
     RecordBatchFileWriter,
     RecordBatchStreamReader,
     RecordBatchStreamWriter,
-    new_file,
-    new_stream,
-    open_file,
-    open_stream,
     read_file,
     read_stream,
     write_file,
     write_stream,
 )
+
+# pyarrow's functions are its classes called: one signature, and `new_stream(...)` is a
+# `RecordBatchStreamWriter` as in pyarrow.
+new_stream = RecordBatchStreamWriter
+new_file = RecordBatchFileWriter
+open_stream = RecordBatchStreamReader
+open_file = RecordBatchFileReader
 
 #: The readers' earlier names.
 IpcStreamReader = RecordBatchStreamReader
