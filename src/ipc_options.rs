@@ -160,11 +160,12 @@ impl ReadSettings {
         }
         settings.threads = with_use_threads(options, settings.threads)?;
         // Alignment.At64Byte (2) would ask every buffer to start on 64 bytes; decompressed
-        // bodies do, but buffers of uncompressed data are used where they lie.
-        let alignment: i64 = options
-            .getattr("ensure_alignment")?
-            .getattr("value")?
-            .extract()?;
+        // bodies do, but buffers of uncompressed data are used where they lie. (pyarrow
+        // before 16 has no such option.)
+        let alignment: i64 = match options.getattr("ensure_alignment") {
+            Ok(a) => a.getattr("value")?.extract()?,
+            Err(_) => 0,
+        };
         if alignment > 1 {
             return Err(Error::Parameter(
                 "options.ensure_alignment=At64Byte is not supported: zstdpool aligns buffers as \
