@@ -22,7 +22,8 @@ use zstdpool_core::ipc::reader::BatchWithMetadata;
 use zstdpool_core::ipc::{FileReader, IpcFormat, KeyValues, ReadLimits, ReadStats, StreamReader};
 use zstdpool_core::params;
 
-/// The exception for a failed read: a corrupt or oversized body is also a IpcError.
+/// The exception for a failed read: a corrupt or oversized body is an `IpcDecompressionError`
+/// or `IpcOutputLimitError`, each also an `IpcError`.
 fn failed(err: Error) -> PyErr {
     unwrap_py_error_in(Format::Ipc, err)
 }
@@ -65,7 +66,7 @@ fn with_metadata<'py>(py: Python<'py>, found: BatchWithMetadata) -> PyResult<Bou
         .call1((batch_to_py(py, batch)?, metadata))
 }
 
-/// Opens the reader settings both readers share.
+/// What both readers open with: the source, the limits, the threads and the columns read.
 struct Opening {
     input: InputSource,
     limits: ReadLimits,
@@ -107,8 +108,8 @@ impl NextBatch for StreamReader<InputSource> {
 /// Iterate over it for pyarrow RecordBatches, or call `read_all()`.
 ///
 /// Constructed as pyarrow's is, `RecordBatchStreamReader(source, options=..., memory_pool=...)`
-/// (`open_stream` is another name for it): `source` is bytes-like (read without copying), a path, or a
-/// binary file object (a `pyarrow.NativeFile` among them). `options`, a
+/// (`open_stream` is another name for it): `source` is bytes-like (read without copying), a
+/// path, or a binary file object (a `pyarrow.NativeFile` among them). `options`, a
 /// `pyarrow.ipc.IpcReadOptions`, gives `included_fields` (only those columns are
 /// decompressed) and `use_threads`; `memory_pool` is accepted and unused. `max_buffer_size`
 /// and `max_batch_size` bound what one buffer and one batch may declare uncompressed;
@@ -335,8 +336,8 @@ impl BatchesWithMetadata {
 /// Reads an Arrow IPC file (Feather v2): any batch by index, decompressing with pooled contexts.
 ///
 /// Constructed as pyarrow's is, `RecordBatchFileReader(source, footer_offset=None,
-/// options=..., memory_pool=...)` (`open_file` is another name for it): `source` is bytes-like, a path, or
-/// a seekable binary file object; `footer_offset` is where the file ends in a source that
+/// options=..., memory_pool=...)` (`open_file` is another name for it): `source` is
+/// bytes-like, a path, or a seekable binary file object; `footer_offset` is where the file ends in a source that
 /// holds more after it. The other arguments are the stream reader's.
 #[pyclass(frozen, name = "RecordBatchFileReader", module = "zstdpool.ipc")]
 pub struct PyIpcFileReader {
