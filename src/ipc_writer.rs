@@ -53,14 +53,6 @@ fn writer_options_from(
     level: Option<i64>,
     metadata: Option<HashMap<String, String>>,
 ) -> PyResult<WriterOptions> {
-    let WriteSettings {
-        compression: compression_name,
-        threads,
-        dictionary_deltas,
-        ..
-    } = settings;
-    let (compression_name, threads, dictionary_deltas) =
-        (compression_name.as_deref(), *threads, *dictionary_deltas);
     if metadata.is_some() && format == IpcFormat::Stream {
         return Err(Error::Parameter(
             "metadata is written in the file footer: it applies to new_file and write_file".into(),
@@ -69,9 +61,9 @@ fn writer_options_from(
     }
     Ok(WriterOptions {
         format,
-        compression: Compression::from_name(compression_name, level).or_raise()?,
-        threads: params::threads(threads).or_raise()?,
-        dictionary_deltas,
+        compression: Compression::from_name(settings.compression.as_deref(), level).or_raise()?,
+        threads: params::threads(settings.threads).or_raise()?,
+        dictionary_deltas: settings.dictionary_deltas,
         footer_metadata: metadata.unwrap_or_default(),
     })
 }

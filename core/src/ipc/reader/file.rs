@@ -1,7 +1,4 @@
 //! The file reader: the footer at open, then any batch by index, dictionaries first.
-
-use std::collections::HashMap;
-
 use arrow_array::RecordBatch;
 use arrow_buffer::Buffer;
 use arrow_ipc::Block;
@@ -135,11 +132,6 @@ impl<S: RandomSource> FileReader<S> {
     /// The footer's key-value metadata, in its order; None when it has none.
     pub fn metadata(&self) -> Option<&KeyValues> {
         self.metadata.as_ref()
-    }
-
-    /// The footer's key-value metadata as a map (empty when it has none).
-    pub fn metadata_map(&self) -> HashMap<String, String> {
-        self.metadata.iter().flatten().cloned().collect()
     }
 
     /// The header of the message in `block`, checked against the file; returns it with the
