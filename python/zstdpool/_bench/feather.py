@@ -25,6 +25,7 @@ from zstdpool._bench.runner import Contender, Profile, Timed, Workload, register
 
 if TYPE_CHECKING:
     import pandas as pd
+    import pyarrow as pa
 
 #: zstd level of every zstd contender.
 LEVEL = 1
@@ -44,7 +45,14 @@ def _pyarrow_file(case: TableCase) -> bytes:
     return sink.getvalue()
 
 
-def _check_written(case: TableCase, codec: str, out: io.BytesIO) -> None:
+def _frame_table(case: TableCase) -> pa.Table:
+    """The DataFrame as pyarrow converts it (with its pandas metadata)."""
+    import pyarrow as pa
+
+    return pa.Table.from_pandas(_frame(case), preserve_index=None)
+
+
+def _check_written(case: TableCase, codec: str, pandas: bool, out: io.BytesIO) -> None:
     import pyarrow as pa
     import pyarrow.feather
 
@@ -53,32 +61,34 @@ def _check_written(case: TableCase, codec: str, out: io.BytesIO) -> None:
     data = out.getvalue()
     if inspect_ipc(data)["codecs"] != [codec]:
         raise AssertionError(f"the file is not {codec}-compressed")
-    if not pyarrow.feather.read_table(pa.py_buffer(data)).equals(
-        pa.Table.from_pandas(_frame(case), preserve_index=None)
-    ):
-        raise AssertionError("the file read back differs from the DataFrame written")
+    expected = _frame_table(case) if pandas else case.table()
+    if not pyarrow.feather.read_table(pa.py_buffer(data)).equals(expected):
+        raise AssertionError("the file read back differs from the input written")
 
 
-def _check_read(case: TableCase, got: Any) -> None:
-    if not got.equals(_frame(case)):
-        raise AssertionError("the DataFrame read differs from the one written")
+def _check_read(case: TableCase, pandas: bool, got: Any) -> None:
+    expected = _frame(case) if pandas else _frame_table(case)
+    if not got.equals(expected):
+        raise AssertionError("what was read differs from what was written")
 
 
 def _bytes(out: io.BytesIO) -> dict[str, float]:
     return {"bytes": len(out.getvalue())}
 
 
-def _write(module: str, compression: str) -> Any:
+def _write(module: str, compression: str, pandas: bool) -> Any:
+    """The setup of a `module.write_feather` of the case's DataFrame (or its pyarrow Table)."""
+
     def setup(case: TableCase, stack: ExitStack) -> Timed:
         import importlib
 
         feather = importlib.import_module(module)
-        frame = _frame(case)
+        data = _frame(case) if pandas else case.table()
         level = LEVEL if compression == "zstd" else None
 
         def call() -> io.BytesIO:
             sink = io.BytesIO()
-            feather.write_feather(frame, sink, compression=compression, compression_level=level)
+            feather.write_feather(data, sink, compression=compression, compression_level=level)
             return sink
 
         return call
@@ -86,11 +96,24 @@ def _write(module: str, compression: str) -> Any:
     return setup
 
 
+def _read(module: str, function: str) -> Any:
+    """The setup of `module.<function>` (read_feather or read_table) of pyarrow's file."""
+
+    def setup(case: TableCase, stack: ExitStack) -> Timed:
+        import importlib
+
+        import pyarrow as pa
+
+        read = getattr(importlib.import_module(module), function)
+        return functools.partial(read, pa.py_buffer(_pyarrow_file(case)))
+
+    return setup
+
+
 def _pandas_to_arrow(case: TableCase, stack: ExitStack) -> Timed:
     import pyarrow as pa
 
-    frame = _frame(case)
-    return functools.partial(pa.Table.from_pandas, frame, preserve_index=None)
+    return functools.partial(pa.Table.from_pandas, _frame(case), preserve_index=None)
 
 
 def _check_converted(case: TableCase, got: Any) -> None:
@@ -108,171 +131,76 @@ def _arrow_to_pandas(case: TableCase, stack: ExitStack) -> Timed:
     return convert
 
 
-def _write_table(module: str, compression: str) -> Any:
-    def setup(case: TableCase, stack: ExitStack) -> Timed:
-        import importlib
-
-        feather = importlib.import_module(module)
-        table = case.table()
-        level = LEVEL if compression == "zstd" else None
-
-        def call() -> io.BytesIO:
-            sink = io.BytesIO()
-            feather.write_feather(table, sink, compression=compression, compression_level=level)
-            return sink
-
-        return call
-
-    return setup
-
-
-def _read_table(module: str) -> Any:
-    def setup(case: TableCase, stack: ExitStack) -> Timed:
-        import importlib
-
-        import pyarrow as pa
-
-        feather = importlib.import_module(module)
-        data = pa.py_buffer(_pyarrow_file(case))
-        return functools.partial(feather.read_table, data)
-
-    return setup
-
-
-def _check_table_written(case: TableCase, codec: str, out: io.BytesIO) -> None:
-    import pyarrow as pa
-    import pyarrow.feather
-
-    from zstdpool._zstdpool import inspect_ipc
-
-    data = out.getvalue()
-    if inspect_ipc(data)["codecs"] != [codec]:
-        raise AssertionError(f"the file is not {codec}-compressed")
-    if not pyarrow.feather.read_table(pa.py_buffer(data)).equals(case.table()):
-        raise AssertionError("the file read back differs from the table written")
-
-
-def _check_table_read(case: TableCase, got: Any) -> None:
-    import pyarrow as pa
-
-    expected = pa.Table.from_pandas(_frame(case), preserve_index=None)
-    if not got.equals(expected):
-        raise AssertionError("the table read differs from the one written")
-
-
-def _read(module: str) -> Any:
-    def setup(case: TableCase, stack: ExitStack) -> Timed:
-        import importlib
-
-        import pyarrow as pa
-
-        feather = importlib.import_module(module)
-        data = pa.py_buffer(_pyarrow_file(case))
-        return functools.partial(feather.read_feather, data)
-
-    return setup
+WRITERS = (
+    ("zstdpool write_feather", "zstdpool.feather", "zstd"),
+    ("pyarrow", "pyarrow.feather", "zstd"),
+    ("pyarrow lz4 (its default)", "pyarrow.feather", "lz4"),
+)
 
 
 def _workloads(case: TableCase) -> Iterator[Workload]:
-    writers = [
-        ("zstdpool write_feather", "zstdpool.feather", "zstd"),
-        ("pyarrow", "pyarrow.feather", "zstd"),
-        ("pyarrow lz4 (its default)", "pyarrow.feather", "lz4"),
-    ]
-    yield Workload(
-        name=f"feather_writer {case.name}",
-        group="feather_writer",
-        description=(
-            "Write a pandas DataFrame as a Feather file in memory (write_feather, 64K-row "
-            f"batches), zstd level 1 unless named. Table: {case.description}. Bytes: the file."
-        ),
-        contenders=tuple(
-            Contender(
-                label,
-                functools.partial(_write(module, codec), case),
-                check=functools.partial(_check_written, case, codec),
-                extra=_bytes,
-                requires=("pandas",),
-            )
-            for label, module, codec in writers
-        )
-        + (
+    for pandas in (True, False):
+        kind, table = ("pandas DataFrame", "") if pandas else ("pyarrow Table", "table_")
+        requires = ("pandas",) if pandas else ()
+        write_floor = (
             Contender(
                 "pandas to Arrow alone (floor)",
                 functools.partial(_pandas_to_arrow, case),
                 check=functools.partial(_check_converted, case),
-                requires=("pandas",),
+                requires=requires,
             ),
-        ),
-        nbytes=case.table().nbytes,
-    )
-    yield Workload(
-        name=f"feather_table_writer {case.name}",
-        group="feather_table_writer",
-        description=(
-            "Write a pyarrow Table as a Feather file in memory (write_feather, 64K-row "
-            f"batches), zstd level 1 unless named. Table: {case.description}. Bytes: the file."
-        ),
-        contenders=tuple(
-            Contender(
-                label,
-                functools.partial(_write_table(module, codec), case),
-                check=functools.partial(_check_table_written, case, codec),
-                extra=_bytes,
-            )
-            for label, module, codec in writers
-        ),
-        nbytes=case.table().nbytes,
-    )
-    yield Workload(
-        name=f"feather_table_reader {case.name}",
-        group="feather_table_reader",
-        description=(
-            "Read a Feather file written by pyarrow from pandas (zstd level 1) into a pyarrow "
-            f"Table (read_table). Table: {case.description}."
-        ),
-        contenders=tuple(
-            Contender(
-                label,
-                functools.partial(_read_table(module), case),
-                check=functools.partial(_check_table_read, case),
-            )
-            for label, module in (
-                ("zstdpool read_table", "zstdpool.feather"),
-                ("pyarrow", "pyarrow.feather"),
-            )
-        ),
-        nbytes=case.table().nbytes,
-    )
-    yield Workload(
-        name=f"feather_reader {case.name}",
-        group="feather_reader",
-        description=(
-            "Read a Feather file written by pyarrow (zstd level 1) into a pandas DataFrame "
-            f"(read_feather). Table: {case.description}."
-        ),
-        contenders=tuple(
-            Contender(
-                label,
-                functools.partial(_read(module), case),
-                check=functools.partial(_check_read, case),
-                requires=("pandas",),
-            )
-            for label, module in (
-                ("zstdpool read_feather", "zstdpool.feather"),
-                ("pyarrow", "pyarrow.feather"),
-            )
         )
-        + (
+        yield Workload(
+            name=f"feather_{table}writer {case.name}",
+            group=f"feather_{table}writer",
+            description=(
+                f"Write a {kind} as a Feather file in memory (write_feather, 64K-row batches), "
+                f"zstd level 1 unless named. Table: {case.description}. Bytes: the file."
+            ),
+            contenders=tuple(
+                Contender(
+                    label,
+                    functools.partial(_write(module, codec, pandas), case),
+                    check=functools.partial(_check_written, case, codec, pandas),
+                    extra=_bytes,
+                    requires=requires,
+                )
+                for label, module, codec in WRITERS
+            )
+            + (write_floor if pandas else ()),
+            nbytes=case.table().nbytes,
+        )
+        function = "read_feather" if pandas else "read_table"
+        read_floor = (
             Contender(
                 "Arrow to pandas alone (floor)",
                 functools.partial(_arrow_to_pandas, case),
-                check=functools.partial(_check_read, case),
-                requires=("pandas",),
+                check=functools.partial(_check_read, case, True),
+                requires=requires,
             ),
-        ),
-        nbytes=case.table().nbytes,
-    )
+        )
+        yield Workload(
+            name=f"feather_{table}reader {case.name}",
+            group=f"feather_{table}reader",
+            description=(
+                f"Read a Feather file written by pyarrow from pandas (zstd level 1) into a {kind} "
+                f"({function}). Table: {case.description}."
+            ),
+            contenders=tuple(
+                Contender(
+                    label,
+                    functools.partial(_read(module, function), case),
+                    check=functools.partial(_check_read, case, pandas),
+                    requires=requires,
+                )
+                for label, module in (
+                    (f"zstdpool {function}", "zstdpool.feather"),
+                    ("pyarrow", "pyarrow.feather"),
+                )
+            )
+            + (read_floor if pandas else ()),
+            nbytes=case.table().nbytes,
+        )
 
 
 @register_source
