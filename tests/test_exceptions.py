@@ -29,6 +29,14 @@ def _corrupt_first_frame(data: bytes) -> bytes:
     return bytes(out)
 
 
+def _run_python(code: str) -> None:
+    """Runs `code` in a fresh interpreter (where nothing is imported yet); fails on an error."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env()
+    )
+    assert result.returncode == 0, result.stderr
+
+
 def test_importing_zstdpool_and_compressing_does_not_import_pyarrow() -> None:
     code = (
         "import sys, zstdpool\n"
@@ -38,10 +46,7 @@ def test_importing_zstdpool_and_compressing_does_not_import_pyarrow() -> None:
         "assert issubclass(zstdpool.IpcError, zstdpool.ZstdError)\n"
         "assert 'pyarrow' in sys.modules\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env()
-    )
-    assert result.returncode == 0, result.stderr
+    _run_python(code)
 
 
 @pytest.mark.parametrize(
@@ -88,10 +93,7 @@ def test_the_classes_are_made_once_under_concurrent_first_use() -> None:
         "import zstdpool\n"
         "assert zstdpool.IpcError is e.IpcError\n"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, env=subprocess_env()
-    )
-    assert result.returncode == 0, result.stderr
+    _run_python(code)
 
 
 def test_an_unknown_name_is_still_an_attribute_error() -> None:
