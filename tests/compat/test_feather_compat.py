@@ -42,6 +42,11 @@ def test_pandas_round_trip_read_by_both(feather: Any, compression: str, tmp_path
     for reader in (pyarrow.feather, zstdpool.feather):
         pd.testing.assert_frame_equal(reader.read_feather(path), FRAME)
     pd.testing.assert_frame_equal(pd.read_feather(path), FRAME)
+    # An independent reader: polars (its own IPC reader and decompression).
+    pl = pytest.importorskip("polars")
+    frame = pl.read_ipc(path)
+    assert frame["i"].to_list() == FRAME["i"].tolist()
+    assert frame["s"].to_list() == FRAME["s"].tolist()
 
 
 def test_a_non_default_index_comes_back(feather: Any, tmp_path: Path) -> None:
