@@ -205,17 +205,20 @@ pub struct PyIpcWriter {
     format: IpcFormat,
     compression: Compression,
     unify_dictionaries: bool,
-    /// Batches and bytes written, kept here so that they stay readable after close.
-    batches: AtomicUsize,
+    /// What was written (messages, batches, bytes), kept here so that it stays readable
+    /// after close.
     bytes: AtomicUsize,
     stats: Mutex<WriteStats>,
 }
 
 impl PyIpcWriter {
     fn record(&self, writer: &IpcWriter) {
-        self.batches.store(writer.num_batches(), Ordering::Relaxed);
         self.bytes.store(writer.bytes_written(), Ordering::Relaxed);
         *self.stats.lock().unwrap_or_else(|e| e.into_inner()) = writer.stats();
+    }
+
+    fn written(&self) -> WriteStats {
+        *self.stats.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn create(
@@ -241,7 +244,6 @@ impl PyIpcWriter {
             format,
             compression,
             unify_dictionaries,
-            batches: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
             stats: Mutex::new(WriteStats::default()),
         })
@@ -335,7 +337,7 @@ impl PyIpcWriter {
     /// before and after compression.
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let s = *self.stats.lock().unwrap_or_else(|e| e.into_inner());
+        let s = self.written();
         py.import("zstdpool._stats")?.getattr("WriteStats")?.call1((
             s.num_messages,
             s.num_record_batches,
@@ -409,7 +411,7 @@ impl PyIpcWriter {
     /// Record batches written so far.
     #[getter]
     fn num_batches(&self) -> usize {
-        self.batches.load(Ordering::Relaxed)
+        self.written().num_record_batches as usize
     }
 
     /// Bytes written to the sink so far.

@@ -154,11 +154,6 @@ impl IpcWriter {
         &self.options
     }
 
-    /// Batches written so far.
-    pub fn num_batches(&self) -> usize {
-        self.record_blocks.len()
-    }
-
     /// Rows of the batches written so far.
     pub fn num_rows(&self) -> u64 {
         self.rows
