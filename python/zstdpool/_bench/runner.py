@@ -40,6 +40,7 @@ WORKLOAD_MODULES: list[str] = [
     "zstdpool._bench.feather",
     "zstdpool._bench.dataset",
     "zstdpool._bench.paths",
+    "zstdpool._bench.dask",
 ]
 
 #: The timed thing: one call is one operation.
