@@ -10,11 +10,12 @@ import io
 import os
 import random
 
-import numpy as np
 import pyarrow as pa
 import pytest
 import zstdpool
 import zstdpool.ipc as zi
+
+from tests.helpers.peers import np
 
 pytestmark = pytest.mark.skipif(
     not zstdpool.memory_stats()["counting"], reason="built without the alloc-stats feature"

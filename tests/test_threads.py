@@ -9,11 +9,12 @@ import random
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import pyarrow as pa
 import pytest
 import zstdpool
 import zstdpool.ipc as zi
+
+from tests.helpers.peers import np
 
 THREADS = 32
 ROUNDS = 12

@@ -5,9 +5,7 @@ with every parameter, and parameters that are refused.
 from __future__ import annotations
 
 import pytest
-import zstandard
 import zstdpool
-from backports import zstd as bzstd
 from hypothesis import given
 from hypothesis import strategies as st
 from zstdpool import (
@@ -20,6 +18,7 @@ from zstdpool import (
 )
 
 from tests.helpers.codec import few, frame_size, make_data, quick
+from tests.helpers.peers import bzstd, zstandard
 
 FAST_LEVELS = [-7, -1, 1, 3]
 ALL_LEVELS = [-7, -1, 1, 3, 6, 9, 12, 19, 22]

@@ -7,17 +7,15 @@ from __future__ import annotations
 import io
 import random
 
-import numpy as np
 import pyarrow as pa
 import pytest
-import zstandard
 import zstdpool
-from backports import zstd as bzstd
 from hypothesis import given
 from hypothesis import strategies as st
 from zstdpool import DecompressionError, OutputLimitError
 
 from tests.helpers.codec import assert_balanced, few, make_data, no_size_frame, quick
+from tests.helpers.peers import bzstd, np, zstandard
 
 
 def declared_size_frame(n: int) -> bytes:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import array
 
-import numpy as np
 import pytest
 import zstdpool
 from zstdpool import OutputLimitError
 
 from tests.helpers.codec import make_data, no_size_frame
+from tests.helpers.peers import np
 
 
 def test_decompress_into_bytearray_and_views():

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import array
 
-import numpy as np
 import pytest
 import zstdpool
 
 from tests.helpers.codec import make_data
+from tests.helpers.peers import np
 
 
 def test_bytes_like_inputs_are_equivalent():

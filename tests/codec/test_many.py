@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
-import zstandard
 import zstdpool
-from backports import zstd as bzstd
 from zstdpool import DecompressionError, OutputLimitError
 
 from tests.helpers.codec import assert_balanced, frame_size, make_data, no_size_frame
+from tests.helpers.peers import bzstd, np, zstandard
 
 MANY_SPECS = [
     ("text", 0),

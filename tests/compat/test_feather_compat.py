@@ -8,8 +8,6 @@ import io
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.feather
 import pytest
@@ -17,6 +15,7 @@ import zstdpool
 import zstdpool.feather
 
 from tests.helpers.ipc_writer import leased
+from tests.helpers.peers import np, pd
 
 FRAME = pd.DataFrame(
     {

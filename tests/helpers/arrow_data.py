@@ -17,9 +17,10 @@ import decimal
 import random
 import string
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from tests.helpers.peers import np
 
 __all__ = [
     "SLICE_PANICS",

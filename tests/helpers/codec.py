@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import random
 
-import zstandard
 import zstdpool
-from backports import zstd as bzstd
 from hypothesis import HealthCheck, settings
+
+from tests.helpers.peers import bzstd, zstandard
 
 # Hypothesis: fast and reproducible; no example database written into the checkout.
 quick = settings(

@@ -9,11 +9,12 @@ import io
 import pathlib
 import struct
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc
 import zstdpool
 from zstdpool import ipc
+
+from tests.helpers.peers import np
 
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 LZ4_MAGIC = b"\x04\x22\x4d\x18"

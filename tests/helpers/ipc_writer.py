@@ -7,13 +7,13 @@ from __future__ import annotations
 import functools
 import pathlib
 
-import numpy as np
 import pyarrow as pa
 import zstdpool
 import zstdpool.ipc as zi
 from hypothesis import HealthCheck, settings
 
 from tests.helpers.arrow_data import SLICE_PANICS, typed_table
+from tests.helpers.peers import np
 
 FORMATS = ("stream", "file")
 CODECS = ("zstd", "lz4", None)

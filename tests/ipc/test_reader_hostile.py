@@ -8,7 +8,6 @@ import io
 import random
 import struct
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc
 import pytest
@@ -35,6 +34,7 @@ from tests.helpers.ipc_reader import (
     write_zstdpool,
     zstd_block_header,
 )
+from tests.helpers.peers import np
 
 
 def buffer_number(stream: bytes, prefix: int) -> int:

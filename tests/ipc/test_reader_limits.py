@@ -4,7 +4,6 @@ allocated.
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc
 import pytest
@@ -22,6 +21,7 @@ from tests.helpers.ipc_reader import (
     sample_batches,
     write_zstdpool,
 )
+from tests.helpers.peers import np
 
 
 @pytest.mark.parametrize("fmt", ["stream", "file"])

@@ -7,7 +7,6 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc
 import pytest
@@ -21,6 +20,7 @@ from tests.helpers.ipc_reader import (
     write_pyarrow,
     write_zstdpool,
 )
+from tests.helpers.peers import np
 
 
 def test_threads_give_equal_tables():

@@ -7,7 +7,6 @@ from __future__ import annotations
 import gc
 import weakref
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.ipc
 import pytest
@@ -21,6 +20,7 @@ from tests.helpers.ipc_reader import (
     write,
     write_zstdpool,
 )
+from tests.helpers.peers import np
 
 
 def _data_buffers(table: pa.Table):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import struct
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given
@@ -22,6 +21,7 @@ from tests.helpers.ipc_writer import (
     quick,
     write_one,
 )
+from tests.helpers.peers import np
 
 
 def record_batch_bodies(out: bytes, fmt: str) -> list[bytes]:

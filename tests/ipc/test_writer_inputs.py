@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import io
 
-import pandas as pd
-import polars as pl
 import pyarrow as pa
 import pytest
 import zstdpool.ipc as zi
-from arro3 import core as arro3
 from zstdpool.errors import IpcError
 
 from tests.helpers.ipc_writer import (
@@ -23,6 +20,8 @@ from tests.helpers.ipc_writer import (
     pa_read,
     write_one,
 )
+from tests.helpers.peers import arro3_core as arro3
+from tests.helpers.peers import pd, pl
 
 
 class StreamOnly:

@@ -9,7 +9,6 @@ import pathlib
 import socket
 import threading
 
-import numpy as np
 import pyarrow as pa
 import pytest
 import zstdpool.ipc as zi
@@ -28,6 +27,7 @@ from tests.helpers.ipc_writer import (
     small_table,
     write_one,
 )
+from tests.helpers.peers import np
 
 
 class Boom(Exception):

@@ -9,7 +9,6 @@ import gc
 import io
 import threading
 
-import numpy as np
 import pyarrow as pa
 import pytest
 import zstdpool
@@ -30,6 +29,7 @@ from tests.helpers.ipc_writer import (
     sliceable_table,
     write_one,
 )
+from tests.helpers.peers import np
 
 
 def blocking_reader(table: pa.Table, started: threading.Event, release: threading.Event):

@@ -8,13 +8,13 @@ import random
 import threading
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 import pytest
 import zstdpool
 import zstdpool.parquet as zp
 
 from tests.helpers.parquet import pyarrow_write
+from tests.helpers.peers import np
 
 TABLE = pa.table(
     {

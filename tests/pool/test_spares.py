@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
 import pyarrow as pa
 import pytest
 from zstdpool import ContextPool, ipc
 
+from tests.helpers.peers import np
 from tests.helpers.pool import check_consistent
 
 
