@@ -3,6 +3,9 @@
 
 use zstd_safe::{CCtx, CParameter, DCtx, DParameter, ResetDirective, WriteBuf};
 
+use std::sync::Arc;
+
+use crate::dict::{PreparedC, PreparedD, ZstdDict};
 use crate::error::{zstd_error_name, Error, Result};
 use crate::output::{Output, OutputTail};
 
@@ -34,15 +37,19 @@ pub struct CompressParams {
     pub checksum: bool,
     /// log2 of the window size; 0 lets the level choose.
     pub window_log: u32,
+    /// Record the dictionary's id in frames written with one (zstd's default), so that a
+    /// reader can tell which dictionary a frame needs.
+    pub write_dict_id: bool,
 }
 
 impl CompressParams {
     /// Parameters for `level` with zstd's defaults otherwise.
-    pub fn level(level: i32) -> Self {
+    pub const fn level(level: i32) -> Self {
         CompressParams {
             level,
             checksum: false,
             window_log: 0,
+            write_dict_id: true,
         }
     }
 
@@ -111,9 +118,12 @@ fn zstd_err(what: &str, code: usize) -> Error {
 /// A zstd compression context with its parameters set, and the scratch buffer it compresses
 /// into when the caller needs the frame before it knows where it goes.
 pub struct Compressor {
+    // Declared before `dict`, so freed before the dictionary it may reference.
     cctx: CCtx<'static>,
     params: CompressParams,
     scratch: Vec<u8>,
+    /// The prepared dictionary the context references, kept alive while it does.
+    dict: Option<Arc<PreparedC>>,
 }
 
 // SAFETY-free: CCtx is Send; Compressor holds nothing else that is tied to a thread.
@@ -134,11 +144,49 @@ impl Compressor {
             cctx.set_parameter(CParameter::WindowLog(params.window_log))
                 .map_err(|c| zstd_err("setting the window log", c))?;
         }
+        if !params.write_dict_id {
+            cctx.set_parameter(CParameter::DictIdFlag(false))
+                .map_err(|c| zstd_err("setting the dictionary id flag", c))?;
+        }
         Ok(Compressor {
             cctx,
             params,
             scratch: Vec::new(),
+            dict: None,
         })
+    }
+
+    /// Compresses the next frames with `dict` (prepared for this context's level), or with no
+    /// dictionary. The reference lasts until the context goes back to its pool.
+    pub fn use_dict(&mut self, dict: Option<&ZstdDict>) -> Result<()> {
+        let Some(dict) = dict else {
+            return self.drop_dict();
+        };
+        let prepared = dict.cdict(self.params.level)?;
+        if self
+            .dict
+            .as_ref()
+            .is_some_and(|d| Arc::ptr_eq(d, &prepared))
+        {
+            return Ok(());
+        }
+        // The CDict outlives the reference: `self.dict` holds it until `drop_dict`.
+        self.cctx
+            .ref_cdict(&prepared.dict)
+            .map_err(|c| zstd_err("referencing the dictionary", c))?;
+        self.dict = Some(prepared);
+        Ok(())
+    }
+
+    /// Back to compressing without a dictionary.
+    fn drop_dict(&mut self) -> Result<()> {
+        if self.dict.is_some() {
+            self.cctx
+                .disable_dictionary()
+                .map_err(|c| zstd_err("dropping the dictionary", c))?;
+            self.dict = None;
+        }
+        Ok(())
     }
 
     /// The parameters this context compresses with.
@@ -199,7 +247,8 @@ impl Compressor {
         } else {
             self.scratch.clear();
         }
-        self.cctx.reset(ResetDirective::SessionOnly).is_ok()
+        // The session first: zstd refuses to change dictionaries in the middle of a frame.
+        self.cctx.reset(ResetDirective::SessionOnly).is_ok() && self.drop_dict().is_ok()
     }
 
     /// Frees the scratch buffer (kept contexts are then only zstd's own memory).
@@ -212,8 +261,12 @@ impl Compressor {
 
 /// A zstd decompression context with its parameters set.
 pub struct Decompressor {
+    // Declared before `dict`, so freed before the dictionary it may reference.
     dctx: DCtx<'static>,
     params: DecompressParams,
+    /// The dictionary the context references, kept alive while it does; its id is checked
+    /// against each frame's before decompressing.
+    dict: Option<(Arc<PreparedD>, u32, bool)>,
 }
 
 impl Decompressor {
@@ -226,7 +279,54 @@ impl Decompressor {
             dctx.set_parameter(DParameter::WindowLogMax(params.window_log_max))
                 .map_err(|c| zstd_err("setting the window log limit", c))?;
         }
-        Ok(Decompressor { dctx, params })
+        Ok(Decompressor {
+            dctx,
+            params,
+            dict: None,
+        })
+    }
+
+    /// Decompresses the next frames with `dict`, or with no dictionary. The reference lasts
+    /// until the context goes back to its pool.
+    pub fn use_dict(&mut self, dict: Option<&ZstdDict>) -> Result<()> {
+        let Some(dict) = dict else {
+            return self.drop_dict();
+        };
+        let prepared = dict.ddict()?;
+        if self
+            .dict
+            .as_ref()
+            .is_some_and(|d| Arc::ptr_eq(&d.0, &prepared))
+        {
+            return Ok(());
+        }
+        // The DDict outlives the reference: `self.dict` holds it until `drop_dict`.
+        self.dctx
+            .ref_ddict(&prepared.dict)
+            .map_err(|c| zstd_err("referencing the dictionary", c))?;
+        self.dict = Some((prepared, dict.id(), dict.is_raw()));
+        Ok(())
+    }
+
+    fn drop_dict(&mut self) -> Result<()> {
+        if self.dict.is_some() {
+            self.dctx
+                .disable_dictionary()
+                .map_err(|c| zstd_err("dropping the dictionary", c))?;
+            self.dict = None;
+        }
+        Ok(())
+    }
+
+    /// Fails, naming the dictionary id a frame records, when this context's dictionary is
+    /// not that one.
+    fn check_dict(&self, src: &[u8]) -> Result<()> {
+        let Some(wanted) = zstd_safe::get_dict_id_from_frame(src).map(std::num::NonZeroU32::get)
+        else {
+            return Ok(());
+        };
+        let given = self.dict.as_ref().map(|(_, id, raw)| (*id, *raw));
+        crate::dict::dict_mismatch(wanted, given)
     }
 
     /// The parameters of this context.
@@ -266,6 +366,7 @@ impl Decompressor {
         if src.is_empty() {
             return Err(Error::Corrupt("empty input is not a zstd frame".into()));
         }
+        self.check_dict(src)?;
         let expected = dst.capacity();
         // One byte of slack would be needed to notice a frame that is longer than `dst`; zstd
         // reports "destination buffer too small" instead, which says the same.
@@ -287,6 +388,7 @@ impl Decompressor {
         if src.is_empty() {
             return Err(Error::Corrupt("empty input is not a zstd frame".into()));
         }
+        self.check_dict(src)?;
         // A session left open by an earlier failure must not leak into this one.
         let _ = self.dctx.reset(ResetDirective::SessionOnly);
         let mut out: Vec<u8> = Vec::new();
@@ -362,6 +464,14 @@ impl Decompressor {
     fn finish_op(&mut self, result: zstd_safe::SafeResult) -> Result<usize> {
         result.map_err(|code| {
             let _ = self.dctx.reset(ResetDirective::SessionOnly);
+            if is_dictionary_wrong(code) {
+                // A later frame of several; the first frame's id was checked before.
+                return Error::Corrupt(
+                    "corrupt zstd data: a frame needs another dictionary than the one given \
+                     (Dictionary mismatch)"
+                        .into(),
+                );
+            }
             Error::Corrupt(format!("corrupt zstd data: {}", zstd_error_name(code)))
         })
     }
@@ -373,8 +483,14 @@ impl Decompressor {
 
     /// Readies the context for its next user. Returns false when it should be freed.
     pub fn recycle(&mut self) -> bool {
-        self.dctx.reset(ResetDirective::SessionOnly).is_ok()
+        self.dctx.reset(ResetDirective::SessionOnly).is_ok() && self.drop_dict().is_ok()
     }
+}
+
+fn is_dictionary_wrong(code: usize) -> bool {
+    // SAFETY: FFI on an error code.
+    let kind = unsafe { zstd_sys::ZSTD_getErrorCode(code) };
+    kind == zstd_sys::ZSTD_ErrorCode::ZSTD_error_dictionary_wrong
 }
 
 fn truncated() -> Error {

@@ -10,6 +10,7 @@ pub mod batch_schema;
 pub mod codec;
 pub mod context;
 pub mod dataset;
+pub mod dict;
 pub mod error;
 pub mod ipc;
 pub mod output;
@@ -22,6 +23,7 @@ pub mod pool;
 pub mod spare;
 
 pub use context::{CompressParams, Compressor, DecompressParams, Decompressor};
+pub use dict::ZstdDict;
 pub use error::{Error, Result};
 pub use pool::{ContextPool, Lease, PoolConfig, PoolKey, PoolStats};
 

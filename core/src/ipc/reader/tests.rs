@@ -45,11 +45,7 @@ fn write(format: IpcFormat, compression: Compression, batches: &[RecordBatch]) -
 
 const CODECS: [Compression; 3] = [
     Compression::None,
-    Compression::Zstd(CompressParams {
-        level: 1,
-        checksum: false,
-        window_log: 0,
-    }),
+    Compression::Zstd(CompressParams::level(1)),
     Compression::Lz4,
 ];
 
