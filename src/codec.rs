@@ -7,6 +7,7 @@ use crate::errors::OrRaise as _;
 use pyo3::types::{PyBytes, PyList};
 
 use crate::buffer::{new_bytes_filled, ByteView};
+use crate::dict::dict_arg;
 use crate::held::Held;
 use crate::pool::{pool_or_default, PyContextPool};
 use zstdpool_core::codec::{plan_decompress, DecompressPlan, DEFAULT_MAX_OUTPUT_SIZE};
@@ -18,6 +19,10 @@ use zstdpool_core::parallel::{for_each_parallel, resolve_threads};
 use zstdpool_core::params;
 use zstdpool_core::pool::Lease;
 
+/// Why a lease cannot be pickled.
+const LEASE: &str = "it holds a zstd context leased from a pool of this process; send its \
+                     parameters and take a lease where it is used";
+
 // The signatures below spell these defaults as literals so that help() shows them.
 const _: () = assert!(DEFAULT_LEVEL == 3 && DEFAULT_MAX_OUTPUT_SIZE == 1 << 30);
 
@@ -25,11 +30,13 @@ fn compress_params(
     level: i64,
     checksum: bool,
     window_log: Option<i64>,
+    write_dict_id: bool,
 ) -> PyResult<CompressParams> {
     let params = CompressParams {
         level: params::level(level).or_raise()?,
         checksum,
         window_log: params::window_log("window_log", window_log).or_raise()?,
+        write_dict_id,
     };
     params.validate().or_raise()?;
     Ok(params)
@@ -81,92 +88,121 @@ fn decompress_into_one(
 }
 
 /// Compresses `data` (any bytes-like object) into one standard zstd frame, with a warm
-/// context from the pool. Returns bytes of exactly the frame's size.
+/// context from the pool. Returns bytes of exactly the frame's size. With `zstd_dict` (a
+/// `ZstdDict`), the frame is compressed with that dictionary and records its id unless
+/// `write_dict_id` is false.
 #[pyfunction]
-#[pyo3(signature = (data, level=3, *, checksum=false, window_log=None, pool=None))]
+#[pyo3(signature = (data, level=3, *, checksum=false, window_log=None, zstd_dict=None, write_dict_id=true, pool=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn compress<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     level: i64,
     checksum: bool,
     window_log: Option<i64>,
+    zstd_dict: Option<&Bound<'py, PyAny>>,
+    write_dict_id: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let view = ByteView::new(data, "data")?;
+    let dict = dict_arg(zstd_dict)?;
     let mut lease = pool_or_default(pool)
-        .compressor(compress_params(level, checksum, window_log)?)
+        .compressor(compress_params(level, checksum, window_log, write_dict_id)?)
         .or_raise()?;
+    lease.use_dict(dict.as_deref()).or_raise()?;
     compress_one(py, &mut lease, &view)
 }
 
 /// Decompresses one or more zstd frames. Output larger than `max_output_size` bytes is refused
-/// (a frame that declares a larger size is refused before anything is allocated).
+/// (a frame that declares a larger size is refused before anything is allocated). Frames
+/// written with a dictionary need it as `zstd_dict`.
 #[pyfunction]
-#[pyo3(signature = (data, *, max_output_size=1073741824, pool=None))]
+#[pyo3(signature = (data, *, max_output_size=1073741824, zstd_dict=None, pool=None))]
 pub fn decompress<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     max_output_size: i64,
+    zstd_dict: Option<&Bound<'py, PyAny>>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let max_output_size = params::size("max_output_size", max_output_size).or_raise()?;
     let view = ByteView::new(data, "data")?;
+    let dict = dict_arg(zstd_dict)?;
     let mut lease = pool_or_default(pool)
         .decompressor(DecompressParams::default())
         .or_raise()?;
+    lease.use_dict(dict.as_deref()).or_raise()?;
     decompress_one(py, &mut lease, view.as_slice(), max_output_size)
 }
 
 /// Decompresses zstd frames into `out`, a writable buffer (bytearray, numpy array...).
 /// Returns the number of bytes written; fails if they do not fit.
 #[pyfunction]
-#[pyo3(signature = (data, out, *, pool=None))]
+#[pyo3(signature = (data, out, *, zstd_dict=None, pool=None))]
 pub fn decompress_into<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     out: &Bound<'py, PyAny>,
+    zstd_dict: Option<&Bound<'py, PyAny>>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<usize> {
     let view = ByteView::new(data, "data")?;
     let mut dst = ByteView::new_writable(out, "out")?;
+    let dict = dict_arg(zstd_dict)?;
     let mut lease = pool_or_default(pool)
         .decompressor(DecompressParams::default())
         .or_raise()?;
+    lease.use_dict(dict.as_deref()).or_raise()?;
     decompress_into_one(py, &mut lease, view.as_slice(), &mut dst)
 }
 
-/// Borrows a compression context from the pool for a series of calls. Use it as a context
-/// manager, or call `close()`; it also goes back when collected.
+/// Borrows a compression context from the pool for a series of calls (with `zstd_dict`, all
+/// of them use that dictionary). Use it as a context manager, or call `close()`; it also goes
+/// back when collected.
 #[pyfunction]
-#[pyo3(signature = (level=3, *, checksum=false, window_log=None, pool=None))]
+#[pyo3(signature = (level=3, *, checksum=false, window_log=None, zstd_dict=None, write_dict_id=true, pool=None))]
 pub fn compressor(
     level: i64,
     checksum: bool,
     window_log: Option<i64>,
+    zstd_dict: Option<&Bound<'_, PyAny>>,
+    write_dict_id: bool,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyCompressor> {
-    let params = compress_params(level, checksum, window_log)?;
-    let lease = pool_or_default(pool).compressor(params).or_raise()?;
+    let params = compress_params(level, checksum, window_log, write_dict_id)?;
+    let dict = dict_arg(zstd_dict)?;
+    let mut lease = pool_or_default(pool).compressor(params).or_raise()?;
+    lease.use_dict(dict.as_deref()).or_raise()?;
     Ok(PyCompressor {
         lease: Held::new(lease, "Compressor"),
         params,
+        zstd_dict: zstd_dict
+            .filter(|d| !d.is_none())
+            .map(|d| d.clone().unbind()),
     })
 }
 
-/// Borrows a decompression context from the pool for a series of calls.
+/// Borrows a decompression context from the pool for a series of calls (with `zstd_dict`, for
+/// frames written with that dictionary).
 #[pyfunction]
-#[pyo3(signature = (*, max_output_size=1073741824, pool=None))]
+#[pyo3(signature = (*, max_output_size=1073741824, zstd_dict=None, pool=None))]
 pub fn decompressor(
     max_output_size: i64,
+    zstd_dict: Option<&Bound<'_, PyAny>>,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyDecompressor> {
     let max_output_size = params::size("max_output_size", max_output_size).or_raise()?;
-    let lease = pool_or_default(pool)
+    let dict = dict_arg(zstd_dict)?;
+    let mut lease = pool_or_default(pool)
         .decompressor(DecompressParams::default())
         .or_raise()?;
+    lease.use_dict(dict.as_deref()).or_raise()?;
     Ok(PyDecompressor {
         lease: Held::new(lease, "Decompressor"),
         max_output_size,
+        zstd_dict: zstd_dict
+            .filter(|d| !d.is_none())
+            .map(|d| d.clone().unbind()),
     })
 }
 
@@ -175,6 +211,7 @@ pub fn decompressor(
 pub struct PyCompressor {
     lease: Held<Lease<Compressor>>,
     params: CompressParams,
+    zstd_dict: Option<Py<PyAny>>,
 }
 
 #[pymethods]
@@ -219,6 +256,23 @@ impl PyCompressor {
         (self.params.window_log != 0).then_some(self.params.window_log)
     }
 
+    /// The dictionary every frame is compressed with, or None.
+    #[getter]
+    fn zstd_dict(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.zstd_dict.as_ref().map(|d| d.clone_ref(py))
+    }
+
+    /// Whether frames written with a dictionary record its id.
+    #[getter]
+    fn write_dict_id(&self) -> bool {
+        self.params.write_dict_id
+    }
+
+    /// Refused: a lease belongs to the process that took it.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::errors::cannot_pickle("Compressor", LEASE))
+    }
+
     fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
         slf.lease.check_open()?;
         Ok(slf)
@@ -245,6 +299,7 @@ impl PyCompressor {
 pub struct PyDecompressor {
     lease: Held<Lease<Decompressor>>,
     max_output_size: usize,
+    zstd_dict: Option<Py<PyAny>>,
 }
 
 #[pymethods]
@@ -297,6 +352,17 @@ impl PyDecompressor {
         self.max_output_size
     }
 
+    /// The dictionary frames are decompressed with, or None.
+    #[getter]
+    fn zstd_dict(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.zstd_dict.as_ref().map(|d| d.clone_ref(py))
+    }
+
+    /// Refused: a lease belongs to the process that took it.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::errors::cannot_pickle("Decompressor", LEASE))
+    }
+
     fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
         slf.lease.check_open()?;
         Ok(slf)
@@ -339,18 +405,22 @@ fn at_index(i: usize, e: Error) -> Error {
 /// as help for the total size), each with its own pooled context. Returns a list of frames in
 /// input order, each exactly sized.
 #[pyfunction]
-#[pyo3(signature = (buffers, level=3, *, checksum=false, window_log=None, threads=None, pool=None))]
+#[pyo3(signature = (buffers, level=3, *, checksum=false, window_log=None, zstd_dict=None, write_dict_id=true, threads=None, pool=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn compress_many<'py>(
     py: Python<'py>,
     buffers: &Bound<'py, PyAny>,
     level: i64,
     checksum: bool,
     window_log: Option<i64>,
+    zstd_dict: Option<&Bound<'py, PyAny>>,
+    write_dict_id: bool,
     threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let threads = params::threads(threads).or_raise()?;
-    let params = compress_params(level, checksum, window_log)?;
+    let params = compress_params(level, checksum, window_log, write_dict_id)?;
+    let dict = dict_arg(zstd_dict)?;
     let inputs = views(buffers)?;
     let pool = pool_or_default(pool);
     let total: usize = inputs.iter().map(ByteView::len).sum();
@@ -363,7 +433,11 @@ pub fn compress_many<'py>(
                 threads,
                 None,
                 |src| src.len(),
-                || pool.compressor(params),
+                || {
+                    let mut c = pool.compressor(params)?;
+                    c.use_dict(dict.as_deref())?;
+                    Ok(c)
+                },
                 // Through the context's scratch, so each result held until the end is exact-size.
                 |c, i, src| {
                     c.compress_to_scratch(src)
@@ -379,15 +453,17 @@ pub fn compress_many<'py>(
 /// Decompresses many zstd inputs in one call, in parallel, each output at most
 /// `max_output_size` bytes. Returns a list of bytes in input order; an error names the input.
 #[pyfunction]
-#[pyo3(signature = (buffers, *, max_output_size=1073741824, threads=None, pool=None))]
+#[pyo3(signature = (buffers, *, max_output_size=1073741824, zstd_dict=None, threads=None, pool=None))]
 pub fn decompress_many<'py>(
     py: Python<'py>,
     buffers: &Bound<'py, PyAny>,
     max_output_size: i64,
+    zstd_dict: Option<&Bound<'py, PyAny>>,
     threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let max_output_size = params::size("max_output_size", max_output_size).or_raise()?;
+    let dict = dict_arg(zstd_dict)?;
     let threads = params::threads(threads).or_raise()?;
     let inputs = views(buffers)?;
     let pool = pool_or_default(pool);
@@ -401,7 +477,11 @@ pub fn decompress_many<'py>(
                 threads,
                 None,
                 |src| src.len(),
-                || pool.decompressor(DecompressParams::default()),
+                || {
+                    let mut d = pool.decompressor(DecompressParams::default())?;
+                    d.use_dict(dict.as_deref())?;
+                    Ok(d)
+                },
                 |d, i, src| {
                     let mut run = || match plan_decompress(src, max_output_size)? {
                         DecompressPlan::Exact(n) => {

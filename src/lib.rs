@@ -6,6 +6,7 @@ mod buffer;
 mod bytes_output;
 mod codec;
 mod dataset;
+mod dict;
 mod errors;
 mod export;
 mod held;
@@ -41,6 +42,9 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pool::PyContextPool>()?;
     m.add_class::<codec::PyCompressor>()?;
     m.add_class::<codec::PyDecompressor>()?;
+    m.add_class::<dict::PyZstdDict>()?;
+    m.add_function(wrap_pyfunction!(dict::train_dict, m)?)?;
+    m.add_function(wrap_pyfunction!(dict::finalize_dict, m)?)?;
     m.add_function(wrap_pyfunction!(pool::py_default_pool, m)?)?;
     m.add_function(wrap_pyfunction!(pool::pool_stats, m)?)?;
     m.add_function(wrap_pyfunction!(pool::memory_stats, m)?)?;

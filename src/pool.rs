@@ -3,7 +3,7 @@
 use pyo3::prelude::*;
 
 use crate::errors::OrRaise as _;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use zstdpool_core::params;
 use zstdpool_core::pool::{ContextPool, PoolConfig, PoolKey, PoolStats};
@@ -65,7 +65,10 @@ impl PyContextPool {
     /// The counters and byte totals now, as a dict: created, reused, returned, dropped,
     /// leased, idle, idle_bytes, scratch_bytes, peak_idle_bytes, per_key (a list of dicts
     /// with the key's parameters, its idle count and bytes), and the spare bodies kept:
-    /// spare_blocks, spare_bytes (not in idle_bytes) and spare_reused (bodies served by one).
+    /// spare_blocks, spare_bytes (not in idle_bytes) and spare_reused (bodies served by one); and
+    /// prepared_dicts / prepared_dict_bytes: the dictionaries prepared for compression levels
+    /// and decompression, process-wide (each `ZstdDict` owns its own, shared by every pool, and
+    /// frees them with itself; at most 8 levels each).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         stats_dict(py, &self.pool.stats())
     }
@@ -116,6 +119,37 @@ impl PyContextPool {
     #[getter]
     fn spare_timeout(&self) -> f64 {
         self.pool.config().spares.timeout.as_secs_f64()
+    }
+
+    /// A pool is of its process: pickled, it is its settings, and unpickled it is the
+    /// receiving process's pool with those settings (made once there and shared by everything
+    /// unpickled with them), or its default pool for the default pool.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        let restore = py.import("zstdpool._pools")?.getattr("pool_with")?;
+        let settings = if self.pool.is_global() {
+            py.None().into_bound(py)
+        } else {
+            let c = self.pool.config();
+            let d = PyDict::new(py);
+            d.set_item("max_idle_per_key", c.max_idle_per_key)?;
+            d.set_item("max_idle_bytes", c.max_idle_bytes)?;
+            d.set_item("max_scratch_bytes", c.max_scratch_bytes)?;
+            d.set_item("idle_timeout", c.idle_timeout.map(|t| t.as_secs_f64()))?;
+            d.set_item("max_spare_bytes", c.spares.max_bytes)?;
+            d.set_item("spare_timeout", c.spares.timeout.as_secs_f64())?;
+            d.into_any()
+        };
+        PyTuple::new(py, [restore, PyTuple::new(py, [settings])?.into_any()])
+    }
+
+    /// A pool is shared, not copied.
+    fn __copy__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// A pool is shared, not copied.
+    fn __deepcopy__(slf: Py<Self>, _memo: &Bound<'_, PyAny>) -> Py<Self> {
+        slf
     }
 
     fn __repr__(&self) -> String {
@@ -181,6 +215,7 @@ fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, PyDict
                 k.set_item("level", p.level)?;
                 k.set_item("checksum", p.checksum)?;
                 k.set_item("window_log", p.window_log)?;
+                k.set_item("write_dict_id", p.write_dict_id)?;
             }
             PoolKey::Decompress(p) => {
                 k.set_item("kind", "decompress")?;
@@ -195,6 +230,9 @@ fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, PyDict
     d.set_item("spare_blocks", s.spares.blocks)?;
     d.set_item("spare_bytes", s.spares.bytes)?;
     d.set_item("spare_reused", s.spares.reused)?;
+    let (dicts, dict_bytes) = zstdpool_core::dict::prepared_stats();
+    d.set_item("prepared_dicts", dicts)?;
+    d.set_item("prepared_dict_bytes", dict_bytes)?;
     Ok(d)
 }
 
@@ -204,12 +242,18 @@ fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, PyDict
 /// buffers that hold data, not each call's small bookkeeping. zstd contexts are C
 /// allocations: see the pools' `idle_bytes` (zstd's own sizeof) for them. Spare bodies a pool
 /// keeps for reads are Rust allocations and count here (see `stats()["spare_bytes"]`).
+/// `prepared_dict_bytes`: zstd's own measure of the prepared dictionaries alive (C
+/// allocations, not in `current_bytes`).
 #[pyfunction]
 pub fn memory_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("current_bytes", zstdpool_core::alloc::current_bytes())?;
     d.set_item("peak_bytes", zstdpool_core::alloc::peak_bytes())?;
     d.set_item("counting", zstdpool_core::alloc::COUNTING)?;
+    d.set_item(
+        "prepared_dict_bytes",
+        zstdpool_core::dict::prepared_stats().1,
+    )?;
     Ok(d)
 }
 

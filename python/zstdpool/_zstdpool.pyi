@@ -26,6 +26,7 @@ __all__ = [
     "Compressor",
     "ContextPool",
     "Decompressor",
+    "ZstdDict",
     "IpcWriter",
     "ParquetWriter",
     "RecordBatchFileReader",
@@ -44,6 +45,7 @@ __all__ = [
     "decompress_many",
     "decompressor",
     "default_pool",
+    "finalize_dict",
     "inspect_ipc",
     "memory_stats",
     "pool_stats",
@@ -53,6 +55,7 @@ __all__ = [
     "read_schema",
     "remove_stale_temp_files",
     "reset_peak_memory",
+    "train_dict",
     "write_dataset",
     "write_file",
     "write_stream",
@@ -117,6 +120,7 @@ class CompressKeyStats(TypedDict):
     checksum: bool
     #: 0: the level's default window.
     window_log: int
+    write_dict_id: bool
     idle: int
     bytes: int
 
@@ -147,6 +151,9 @@ class PoolStats(TypedDict):
     spare_blocks: int
     spare_bytes: int
     spare_reused: int
+    #: Dictionaries prepared for a level or for decompression, process-wide.
+    prepared_dicts: int
+    prepared_dict_bytes: int
 
 @type_check_only
 class MemoryStats(TypedDict):
@@ -155,6 +162,8 @@ class MemoryStats(TypedDict):
     current_bytes: int
     peak_bytes: int
     counting: bool
+    #: zstd's measure of the prepared dictionaries alive (C allocations).
+    prepared_dict_bytes: int
 
 @type_check_only
 class ColumnBytes(TypedDict):
@@ -234,6 +243,8 @@ class ContextPool:
         spare_timeout: float = 1.0,
     ) -> ContextPool: ...
     def stats(self) -> PoolStats: ...
+    def __copy__(self) -> Self: ...
+    def __deepcopy__(self, _memo: object) -> Self: ...
     def trim(self) -> int: ...
     def clear(self) -> int: ...
     @property
@@ -250,6 +261,25 @@ class ContextPool:
     def spare_timeout(self) -> float: ...
 
 @final
+class ZstdDict:
+    # content: bytes-like, or a dictionary object of compression.zstd, python-zstandard or
+    # zstdpool (none of which share a type).
+    def __new__(cls, content: object, /, *, is_raw: bool = False) -> ZstdDict: ...
+    @property
+    def dict_id(self) -> int: ...
+    @property
+    def dict_content(self) -> bytes: ...
+    @property
+    def is_raw(self) -> bool: ...
+    def __len__(self) -> int: ...
+    def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+
+def train_dict(samples: Iterable[Buffer], dict_size: int) -> ZstdDict: ...
+def finalize_dict(
+    zstd_dict: ZstdDict, /, samples: Iterable[Buffer], dict_size: int, level: int
+) -> ZstdDict: ...
+
+@final
 class Compressor:
     def compress(self, data: Buffer) -> bytes: ...
     def close(self) -> None: ...
@@ -261,6 +291,10 @@ class Compressor:
     def checksum(self) -> bool: ...
     @property
     def window_log(self) -> int | None: ...
+    @property
+    def zstd_dict(self) -> ZstdDict | None: ...
+    @property
+    def write_dict_id(self) -> bool: ...
     def __enter__(self) -> Self: ...
     def __exit__(self, *_exc: object) -> bool: ...
 
@@ -273,6 +307,8 @@ class Decompressor:
     def closed(self) -> bool: ...
     @property
     def max_output_size(self) -> int: ...
+    @property
+    def zstd_dict(self) -> ZstdDict | None: ...
     def __enter__(self) -> Self: ...
     def __exit__(self, *_exc: object) -> bool: ...
 
@@ -287,21 +323,38 @@ def compress(
     *,
     checksum: bool = False,
     window_log: int | None = None,
+    zstd_dict: ZstdDict | None = None,
+    write_dict_id: bool = True,
     pool: ContextPool | None = None,
 ) -> bytes: ...
 def decompress(
-    data: Buffer, *, max_output_size: int = 1073741824, pool: ContextPool | None = None
+    data: Buffer,
+    *,
+    max_output_size: int = 1073741824,
+    zstd_dict: ZstdDict | None = None,
+    pool: ContextPool | None = None,
 ) -> bytes: ...
-def decompress_into(data: Buffer, out: Buffer, *, pool: ContextPool | None = None) -> int: ...
+def decompress_into(
+    data: Buffer,
+    out: Buffer,
+    *,
+    zstd_dict: ZstdDict | None = None,
+    pool: ContextPool | None = None,
+) -> int: ...
 def compressor(
     level: int = 3,
     *,
     checksum: bool = False,
     window_log: int | None = None,
+    zstd_dict: ZstdDict | None = None,
+    write_dict_id: bool = True,
     pool: ContextPool | None = None,
 ) -> Compressor: ...
 def decompressor(
-    *, max_output_size: int = 1073741824, pool: ContextPool | None = None
+    *,
+    max_output_size: int = 1073741824,
+    zstd_dict: ZstdDict | None = None,
+    pool: ContextPool | None = None,
 ) -> Decompressor: ...
 def compress_many(
     buffers: Iterable[Buffer],
@@ -309,6 +362,8 @@ def compress_many(
     *,
     checksum: bool = False,
     window_log: int | None = None,
+    zstd_dict: ZstdDict | None = None,
+    write_dict_id: bool = True,
     threads: int | None = None,
     pool: ContextPool | None = None,
 ) -> list[bytes]: ...
@@ -316,6 +371,7 @@ def decompress_many(
     buffers: Iterable[Buffer],
     *,
     max_output_size: int = 1073741824,
+    zstd_dict: ZstdDict | None = None,
     threads: int | None = None,
     pool: ContextPool | None = None,
 ) -> list[bytes]: ...

@@ -20,6 +20,8 @@ STAT_KEYS = {
     "spare_blocks",
     "spare_bytes",
     "spare_reused",
+    "prepared_dicts",
+    "prepared_dict_bytes",
 }
 
 
