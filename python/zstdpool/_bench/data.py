@@ -5,6 +5,7 @@ where an input is used by many workloads, cached:
 
 - :func:`sample_data` gives realistic bytes of any size (half an int64 column, half log-like
   text); :func:`sample_frame` and :func:`sample_buffers` are made from it.
+- :func:`log_records` gives small JSON log records, for dictionaries.
 - :func:`int32_table`, :func:`lineitem_table` and :func:`small_batches_table` are the tables of
   the IPC workloads (writer, reader, threads).
 - :func:`int64_seq_table`, :func:`int64_random_table`, :func:`uuid_table`,
@@ -121,6 +122,56 @@ def sample_buffers(count: int, size: int) -> list[bytes]:
 
 # --------------------------------------------------------------------------------------------
 # The tables of the IPC workloads
+
+
+_SERVICES = ("api-gateway", "billing", "search", "auth", "inventory", "checkout")
+_PATHS = ("/v1/items", "/v1/orders", "/v1/users", "/v1/search", "/healthz", "/v1/cart")
+_TRACE_EVENTS = ("cache_hit", "cache_miss", "db_query", "retry", "rpc_call", "serialize", "auth_ok")
+
+
+def log_record(size: int, index: int, rng: Any) -> bytes:
+    """One JSON log or telemetry record of about ``size`` bytes: the fixed keys, enumerated
+    values and varying ids and numbers of a service's structured logs; records past 300 bytes
+    carry a list of timed events, as traces do, until they reach ``size``."""
+    import json
+
+    record: dict[str, Any] = {
+        "ts": f"2026-12-02T{index // 3600 % 24:02d}:{index // 60 % 60:02d}:{index % 60:02d}."
+        f"{rng.randrange(1000):03d}Z",
+        "level": rng.choice(("INFO", "INFO", "INFO", "WARN", "DEBUG", "ERROR")),
+        "service": rng.choice(_SERVICES),
+        "host": f"node-{rng.randrange(24):02d}.eu-west-1.internal",
+        "trace_id": f"{rng.getrandbits(64):016x}",
+        "method": rng.choice(("GET", "GET", "POST", "PUT")),
+        "path": f"{rng.choice(_PATHS)}/{rng.randrange(100000)}",
+        "status": rng.choice((200, 200, 200, 201, 204, 404, 500)),
+        "latency_ms": round(rng.lognormvariate(3, 1), 3),
+    }
+    text = json.dumps(record, separators=(",", ":"))
+    events: list[dict[str, Any]] = []
+    while len(text) < size - 80:
+        events.append(
+            {
+                "name": rng.choice(_TRACE_EVENTS),
+                "start_us": rng.randrange(10**6),
+                "duration_us": rng.randrange(5000),
+                "ok": rng.random() < 0.95,
+                "attrs": {"shard": rng.randrange(16), "region": "eu-west-1"},
+            }
+        )
+        record["events"] = events
+        text = json.dumps(record, separators=(",", ":"))
+    return text.encode()
+
+
+@functools.cache
+def log_records(count: int, size: int, seed: int = 0) -> tuple[bytes, ...]:
+    """``count`` records of about ``size`` bytes from :func:`log_record` (the seed picks the
+    set: a dictionary is trained on one seed's records and measured on another's)."""
+    import random
+
+    rng = random.Random(seed * 1_000_003 + size)
+    return tuple(log_record(size, i, rng) for i in range(count))
 
 
 def have_numpy() -> bool:

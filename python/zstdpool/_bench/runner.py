@@ -34,6 +34,7 @@ from zstdpool._bench.data import KiB, MiB
 #: Modules imported by :func:`load_workloads`; each registers its workloads on import.
 WORKLOAD_MODULES: list[str] = [
     "zstdpool._bench.codec",
+    "zstdpool._bench.dicts",
     "zstdpool._bench.ipc",
     "zstdpool._bench.threads",
     "zstdpool._bench.parquet",
