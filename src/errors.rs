@@ -118,6 +118,12 @@ pub fn busy(what: &str, advice: &str) -> PyErr {
     BusyError::new_err(format!("this {what} is in use by another thread; {advice}"))
 }
 
+/// `pickle` (or `copy`) of an object that holds what only this process has: a leased
+/// context, an open sink or source. `why` says what, and what to send instead.
+pub fn cannot_pickle(what: &str, why: &str) -> PyErr {
+    PyTypeError::new_err(format!("cannot pickle a zstdpool {what}: {why}"))
+}
+
 /// An argument of a kind the function does not take (the one built-in class the bindings raise
 /// for bad arguments: values of the right kind that are out of range are `ParameterError`s).
 pub fn wrong_type(msg: impl Into<String>) -> PyErr {

@@ -280,6 +280,15 @@ impl PyIpcStreamReader {
         stream_capsule(py, reader)
     }
 
+    /// Refused: an open source belongs to this process.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::errors::cannot_pickle(
+            "RecordBatchStreamReader",
+            "it holds an open source, which another process may not reach; send its path or \
+             its bytes and open it there",
+        ))
+    }
+
     /// Gives the decompression context back. Idempotent.
     fn close(&self) {
         if let Some(mut r) = self.reader.close() {
@@ -534,6 +543,15 @@ impl PyIpcFileReader {
             reader: slf.into(),
             next: Held::new(0, "batch iterator"),
         }
+    }
+
+    /// Refused: an open source belongs to this process.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::errors::cannot_pickle(
+            "RecordBatchFileReader",
+            "it holds an open source, which another process may not reach; send its path or \
+             its bytes and open it there",
+        ))
     }
 
     /// Gives the decompression context back. Idempotent.

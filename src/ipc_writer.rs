@@ -349,6 +349,15 @@ impl PyIpcWriter {
         ))
     }
 
+    /// Refused: a writer's sink and unwritten state belong to this process.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::errors::cannot_pickle(
+            "IPC writer",
+            "it holds an open sink and state not yet written; write where the data is, or send \
+             the data",
+        ))
+    }
+
     /// Writes the end of the stream (and the file footer), completes the sink and gives the
     /// compression context back. Idempotent. A path sink appears under its name only now.
     fn close(&self, py: Python<'_>) -> PyResult<()> {

@@ -203,6 +203,15 @@ impl PyParquetFile {
         })
     }
 
+    /// Refused: an open source belongs to this process.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::errors::cannot_pickle(
+            "ParquetFile",
+            "it holds an open source, which another process may not reach; send its path or \
+             its bytes and open it there",
+        ))
+    }
+
     /// Releases the source. Idempotent; reads running now finish first.
     fn close(&self) {
         *self.file.write().unwrap_or_else(|p| p.into_inner()) = None;

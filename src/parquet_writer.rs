@@ -414,6 +414,15 @@ impl PyParquetWriter {
         }
     }
 
+    /// Refused: a writer's sink and unwritten state belong to this process.
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(crate::errors::cannot_pickle(
+            "ParquetWriter",
+            "it holds an open sink and state not yet written; write where the data is, or send \
+             the data",
+        ))
+    }
+
     /// Writes the buffered rows and the footer, completes the sink and gives the contexts
     /// back. Idempotent. A path appears under its name only now; if this fails, nothing does.
     fn close(&self, py: Python<'_>) -> PyResult<()> {

@@ -127,6 +127,11 @@ impl ContextPool {
         })
     }
 
+    /// Whether this is the process-wide pool.
+    pub fn is_global(&self) -> bool {
+        matches!(self.shared, SharedRef::Global(_))
+    }
+
     /// The pool's limits.
     pub fn config(&self) -> &PoolConfig {
         &self.shared.config
