@@ -1,0 +1,211 @@
+#!/usr/bin/env bash
+# Build the sdist and release wheels of zstdpool, one per CPython version, into dist/, and
+# check each wheel with `auditwheel show`.
+#
+# Usage: scripts/build-wheels.sh [--freethreaded] [--no-sdist] [PYTHON...]
+#   PYTHON          a version (3.10, 3.14t) or an interpreter's path; default: 3.10 3.11 3.12
+#                   3.13 from pyenv (~/.pyenv/versions/3.X.*). 3.14t is the free-threaded
+#                   interpreter that scripts/build-freethreaded-python.sh installs.
+#   --freethreaded  add 3.14t to the default list
+#   --no-sdist      wheels only
+# Environment:
+#   ZSTDPOOL_DIST         output directory (default: dist)
+#   CARGO_TARGET_DIR      default: target/wheels, so that these builds never wait for the
+#                         lock of, or invalidate, the development builds in target/
+#   ZSTDPOOL_ZIG          auto (default): `maturin --zig --compatibility manylinux_2_28`, and
+#                         the native tag for this and every later wheel if zig fails;
+#                         yes: zig or fail; no: native only
+#   ZSTDPOOL_NICE         niceness of the builds (default: 15)
+#   ZSTDPOOL_TOOLS_VENV   where maturin, ziglang and auditwheel are installed when missing
+#                         (default: ~/.cache/zstdpool/wheel-tools-<pins>)
+#   ZSTDPOOL_FT_PREFIX    prefix of the free-threaded interpreter (as for
+#                         build-freethreaded-python.sh)
+#   ZSTDPOOL_WHEEL_DONE_DIR  if set, a file named after each version is written there when
+#                         its wheel is done: "ok <wheel path>" or "fail" (scripts/ci.sh
+#                         starts testing a wheel while the next one builds)
+# Prints one line per wheel: file, tag mode (zig or native), auditwheel's tag, build time.
+# Exits non-zero if a build fails or a wheel is not a manylinux wheel without external
+# libraries.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$ROOT"
+
+# Pinned: a new maturin or zig release changes what is built; change them on purpose.
+MATURIN_VERSION="1.16.0"
+ZIGLANG_VERSION="0.17.1"
+AUDITWHEEL_VERSION="6.8.2"
+MANYLINUX="manylinux_2_28"
+
+DIST="${ZSTDPOOL_DIST:-dist}"
+mkdir -p "$DIST"
+DIST="$(cd "$DIST" && pwd)"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/wheels}"
+ZIG_MODE="${ZSTDPOOL_ZIG:-auto}"
+NICE="${ZSTDPOOL_NICE:-15}"
+FT_PREFIX="${ZSTDPOOL_FT_PREFIX:-$HOME/.cache/zstdpool/python3.14t}"
+TOOLS="${ZSTDPOOL_TOOLS_VENV:-$HOME/.cache/zstdpool/wheel-tools-m$MATURIN_VERSION-z$ZIGLANG_VERSION-a$AUDITWHEEL_VERSION}"
+
+log() { printf '[build-wheels] %s\n' "$*" >&2; }
+
+sdist=1
+versions=()
+for arg in "$@"; do
+    case "$arg" in
+        --freethreaded) ft=1 ;;
+        --no-sdist) sdist=0 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+        -*) log "unknown option $arg"; exit 2 ;;
+        *) versions+=("$arg") ;;
+    esac
+done
+[ ${#versions[@]} -gt 0 ] || versions=(3.10 3.11 3.12 3.13)
+[ -z "${ft:-}" ] || versions+=(3.14t)
+
+# An interpreter for a version: the free-threaded build's prefix, or pyenv's newest patch.
+interpreter() {
+    local v="$1" d
+    if [ -x "$v" ]; then echo "$v"; return; fi
+    if [ "$v" = "3.14t" ]; then
+        [ -x "$FT_PREFIX/bin/python3.14t" ] || return 1
+        echo "$FT_PREFIX/bin/python3.14t"
+        return
+    fi
+    d="$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}/versions/$v".* 2>/dev/null | sort -V | tail -1)"
+    [ -n "$d" ] && [ -x "$d/bin/python$v" ] || return 1
+    echo "$d/bin/python$v"
+}
+
+# --- tools ---------------------------------------------------------------------------------
+if [ ! -x "$TOOLS/bin/maturin" ] || [ ! -x "$TOOLS/bin/auditwheel" ] \
+        || ! "$TOOLS/bin/python" -c 'import ziglang' 2>/dev/null; then
+    base="$(interpreter 3.11 || command -v python3)"
+    log "installing maturin $MATURIN_VERSION, ziglang $ZIGLANG_VERSION and auditwheel $AUDITWHEEL_VERSION into $TOOLS"
+    "$base" -m venv --clear "$TOOLS"
+    "$TOOLS/bin/pip" install -q "maturin==$MATURIN_VERSION" "ziglang==$ZIGLANG_VERSION" \
+        "auditwheel==$AUDITWHEEL_VERSION"
+fi
+MATURIN="$TOOLS/bin/maturin"
+AUDITWHEEL="$TOOLS/bin/auditwheel"
+# maturin finds zig through the ziglang module of the Python it runs under.
+export PATH="$TOOLS/bin:$PATH"
+
+# --- checks --------------------------------------------------------------------------------
+# Shared libraries a manylinux wheel may link against (the policy's list that a Rust
+# extension can need). zstd must not be one of them: it is linked statically.
+ALLOWED_NEEDED="libc.so.6 libm.so.6 libgcc_s.so.1 libpthread.so.0 libdl.so.2 librt.so.1 ld-linux-x86-64.so.2"
+
+check_wheel() {
+    local whl="$1" out tag claimed lib so tmp
+    out="$("$AUDITWHEEL" show "$whl" 2>&1)" || { echo "$out" >&2; return 1; }
+    echo "$out" | sed 's/^/    auditwheel: /' >&2
+    tag="$(echo "$out" | tr '\n' ' ' | grep -oE 'consistent with the following platform tag: "[^"]+"' \
+        | grep -oE '"[^"]+"' | tr -d '"')"
+    case "$tag" in
+        manylinux*) ;;
+        *) log "FAIL $whl: auditwheel reports platform tag '${tag:-none}', not a manylinux tag"
+           return 1 ;;
+    esac
+    if echo "$out" | grep -q 'external shared libraries are required'; then
+        if ! echo "$out" | tr '\n' ' ' | grep -qE 'are required by the wheel: *\{ *\}'; then
+            log "FAIL $whl: needs shared libraries outside the manylinux policy"
+            return 1
+        fi
+    fi
+    # The tag the file claims must not be more compatible than what auditwheel found.
+    claimed="$(basename "$whl" .whl | grep -oE 'manylinux_[0-9]+_[0-9]+' | head -1)"
+    if [ -z "$claimed" ]; then
+        log "FAIL $whl: the file name carries no manylinux tag"
+        return 1
+    fi
+    if [ "$(printf '%s\n%s\n' "${tag%_x86_64}" "$claimed" | sort -V | tail -1)" != "$claimed" ]; then
+        log "FAIL $whl: claims $claimed but auditwheel says $tag"
+        return 1
+    fi
+    # Belt and braces: the extension's DT_NEEDED entries, read directly.
+    tmp="$(mktemp -d)"
+    "$TOOLS/bin/python" -m zipfile -e "$whl" "$tmp" >/dev/null
+    for so in $(find "$tmp" -name '*.so'); do
+        for lib in $(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+            case " $ALLOWED_NEEDED " in
+                *" $lib "*) ;;
+                *) log "FAIL $whl: $(basename "$so") needs $lib"; rm -rf "$tmp"; return 1 ;;
+            esac
+        done
+    done
+    rm -rf "$tmp"
+    WHEEL_TAG="$tag"
+}
+
+# --- build ---------------------------------------------------------------------------------
+mark() {
+    [ -z "${ZSTDPOOL_WHEEL_DONE_DIR:-}" ] && return 0
+    mkdir -p "$ZSTDPOOL_WHEEL_DONE_DIR"
+    echo "$2" >"$ZSTDPOOL_WHEEL_DONE_DIR/$1.tmp"
+    mv "$ZSTDPOOL_WHEEL_DONE_DIR/$1.tmp" "$ZSTDPOOL_WHEEL_DONE_DIR/$1"
+}
+summary=()
+status=0
+if [ "$sdist" = 1 ]; then
+    t=$SECONDS
+    nice -n "$NICE" "$MATURIN" sdist --out "$DIST" >&2
+    summary+=("$(printf '%-58s %-7s %-24s %4ds' "$(ls -t "$DIST"/zstdpool-*.tar.gz | head -1 | xargs basename)" sdist - $((SECONDS - t)))")
+fi
+
+for v in "${versions[@]}"; do
+    if ! py="$(interpreter "$v")"; then
+        log "FAIL no interpreter for $v"
+        summary+=("$(printf '%-58s %-7s %-24s %4s' "($v)" - "no interpreter" -)")
+        status=1
+        mark "$v" fail
+        continue
+    fi
+    t=$SECONDS
+    buildlog="$(mktemp)"
+    mode=""
+    if [ "$ZIG_MODE" != no ]; then
+        log "$v: maturin build --release --zig --compatibility $MANYLINUX ($py)"
+        if nice -n "$NICE" "$MATURIN" build --release --interpreter "$py" --out "$DIST" \
+                --zig --compatibility "$MANYLINUX" 2>&1 | tee "$buildlog" >&2; then
+            mode="zig"
+        elif [ "$ZIG_MODE" = yes ]; then
+            log "FAIL $v: the zig build failed"
+            status=1
+            summary+=("$(printf '%-58s %-7s %-24s %4ds' "($v)" zig "build failed" $((SECONDS - t)))")
+            mark "$v" fail
+            continue
+        else
+            log "$v: the zig build failed; building with the native toolchain for this and every later wheel"
+            ZIG_MODE=no
+        fi
+    fi
+    if [ -z "$mode" ]; then
+        log "$v: maturin build --release ($py), native toolchain"
+        if nice -n "$NICE" "$MATURIN" build --release --interpreter "$py" --out "$DIST" 2>&1 \
+                | tee "$buildlog" >&2; then
+            mode="native"
+        else
+            log "FAIL $v: the build failed"
+            status=1
+            summary+=("$(printf '%-58s %-7s %-24s %4ds' "($v)" native "build failed" $((SECONDS - t)))")
+            mark "$v" fail
+            continue
+        fi
+    fi
+    # maturin's last words: "Built wheel for CPython 3.10 to /path/to/the.whl".
+    whl="$(sed -n 's/.*Built wheel.* to \(.*\.whl\).*/\1/p' "$buildlog" | tail -1)"
+    rm -f "$buildlog"
+    WHEEL_TAG="-"
+    if check_wheel "$whl"; then
+        mark "$v" "ok $whl"
+    else
+        status=1
+        WHEEL_TAG="FAILED-CHECK"
+        mark "$v" fail
+    fi
+    summary+=("$(printf '%-58s %-7s %-24s %4ds' "$(basename "$whl")" "$mode" "$WHEEL_TAG" $((SECONDS - t)))")
+done
+
+printf '%-58s %-7s %-24s %5s\n' file mode "auditwheel tag" time
+printf '%s\n' "${summary[@]}"
+exit $status
