@@ -7,17 +7,14 @@ import gc
 import pickle
 
 import pytest
-
-pytest.importorskip("backports.zstd", reason="backports.zstd is not installed for this interpreter")
-
 import zstdpool
-from backports import zstd as bzstd
 from hypothesis import given
 from hypothesis import strategies as st
 from zstdpool import DecompressionError, OutputLimitError, ParameterError
 
 from tests.dicts.conftest import RECORDS, TRAIN
 from tests.helpers.codec import quick
+from tests.helpers.peers import bzstd
 
 
 def test_a_trained_dictionary_has_an_id_and_its_content(trained: zstdpool.ZstdDict) -> None:

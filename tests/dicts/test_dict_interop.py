@@ -4,15 +4,10 @@
 from __future__ import annotations
 
 import pytest
-
-pytest.importorskip("zstandard", reason="python-zstandard is not installed for this interpreter")
-pytest.importorskip("backports.zstd", reason="backports.zstd is not installed for this interpreter")
-
-import zstandard
 import zstdpool
-from backports import zstd as bzstd
 
 from tests.dicts.conftest import RECORDS, TRAIN
+from tests.helpers.peers import bzstd, zstandard
 
 
 @pytest.mark.parametrize("level", [1, 3, 7])
