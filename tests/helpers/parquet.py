@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 #: Types Parquet cannot hold; writing them must fail naming the column (pyarrow refuses them too).
 UNWRITABLE = {"month_day_nano_interval", "dense_union", "sparse_union"}
@@ -64,7 +65,14 @@ def same_values(got: pa.Table, want: pa.Table) -> bool:
 
 
 def pyarrow_read(data: bytes, **kw: Any) -> pa.Table:
-    return pq.read_table(io.BytesIO(data), **kw)
+    try:
+        return pq.read_table(io.BytesIO(data), **kw)
+    except pa.ArrowInvalid as e:
+        # pyarrow before 26 cannot read a fixed-size list column with nulls from any file,
+        # its own included ("Expected all lists to be of size=3 but index 1 had size=0").
+        if int(pa.__version__.split(".")[0]) < 26 and "Expected all lists to be of size" in str(e):
+            pytest.skip(f"pyarrow {pa.__version__} cannot read fixed-size lists with nulls: {e}")
+        raise
 
 
 def pyarrow_write(table: pa.Table, **kw: Any) -> bytes:

@@ -132,7 +132,12 @@ def test_polars_reads_our_files_as_it_reads_pyarrows(name: str) -> None:
     if theirs is None:
         pytest.skip(f"polars does not read {name} from pyarrow's file either")
     assert ours is not None, f"polars cannot read {name} from zstdpool's file"
-    assert ours.equals(theirs), (ours, theirs)
+    if not ours.equals(theirs):
+        # polars 2.0 misreads some of pyarrow's files (time32[s]: seconds read as
+        # milliseconds): then ours must read as the data itself.
+        pl = pytest.importorskip("polars")
+        source = pl.from_arrow(table)
+        assert not theirs.equals(source) and ours.equals(source), (ours, theirs)
 
 
 @pytest.mark.parametrize("name", WRITABLE)

@@ -42,6 +42,7 @@ from zstdpool._bench.runner import (
     Unavailable,
     Workload,
     register_source,
+    require_version,
 )
 
 if TYPE_CHECKING:
@@ -383,6 +384,8 @@ def _polars_read(stack: ExitStack, data: bytes) -> Timed:
 
 def _arro3_read(stack: ExitStack, data: bytes) -> Timed:
     from arro3.io import read_ipc_stream
+
+    require_version("arro3-io", (0, 9), "reads IPC streams from files only, not bytes")
 
     def call() -> object:
         return read_ipc_stream(data).read_all()  # an arro3 Table: every batch decoded

@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from zstdpool._bench.data import have_numpy
 from zstdpool._bench.ipc import TableCase, check_read, ipc_sizes
-from zstdpool._bench.runner import Contender, Profile, Timed, Workload, register_source
+from zstdpool._bench.runner import (
+    Contender,
+    Profile,
+    Timed,
+    Workload,
+    register_source,
+    require_version,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -170,6 +177,8 @@ def _polars_read(stack: ExitStack, data: bytes) -> Timed:
 
 def _arro3_read(stack: ExitStack, data: bytes) -> Timed:
     from arro3.io import read_parquet
+
+    require_version("arro3-io", (0, 9), "has no batch_size on read_parquet")
 
     def call() -> object:
         # Every batch decoded, in batches as large as the file's row groups.

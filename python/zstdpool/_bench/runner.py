@@ -488,6 +488,16 @@ def module_version(module: str) -> str | None:
     return str(getattr(mod, "__version__", "unknown"))
 
 
+def require_version(module: str, minimum: tuple[int, ...], why: str) -> None:
+    """Raises :class:`Unavailable` when ``module``'s installed version is below ``minimum``
+    (older peers are what pip resolves on older Pythons); ``why`` says what it lacks."""
+    found = module_version(module) or "0"
+    parts = tuple(int(p) for p in found.split(".")[: len(minimum)] if p.isdigit())
+    if parts < minimum:
+        wanted = ".".join(map(str, minimum))
+        raise Unavailable(f"{module} {found} {why} ({wanted} and later do)")
+
+
 def versions(workloads: Iterable[Workload]) -> dict[str, str | None]:
     """zstdpool, the zstd it links, and every peer the workloads require."""
     import zstdpool
