@@ -25,6 +25,7 @@ import zstdpool.parquet as zp
 from zstdpool import BusyError, ContextPool
 
 from tests.helpers.env import subprocess_env
+from tests.helpers.pool import text
 
 THREADS = 8
 #: A deadlock guard: far beyond what any of these tests takes, even on a loaded machine.
@@ -54,16 +55,6 @@ def run_threads(target: Callable[[int], None], n: int = THREADS) -> None:
     assert not stuck, f"threads still running after {JOIN_TIMEOUT}s (deadlock?): {stuck}"
     if failures:
         raise failures[0]
-
-
-def text(size: int, seed: int) -> bytes:
-    """Compressible bytes (hex words), different for each seed."""
-    rng = random.Random(seed)
-    words = [rng.randbytes(rng.randint(1, 6)).hex().encode() for _ in range(300)]
-    out = bytearray()
-    while len(out) < size:
-        out += rng.choice(words) + b" "
-    return bytes(out[:size])
 
 
 def check_balanced(pool: ContextPool) -> dict:
