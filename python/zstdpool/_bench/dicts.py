@@ -283,15 +283,25 @@ def decompress_workload(size: int, level: int = 3) -> Workload:
 # Python threads sharing one dictionary
 
 
-def _threaded(bind: Bind, size: int, level: int, threads: int) -> Callable[[ExitStack], Timed]:
+#: Compresses a list of records: bind(stack, size, level) -> function of a list.
+BatchBind = Callable[[ExitStack, int, int], Callable[[list[bytes]], list[object]]]
+
+
+def _per_record(bind: Bind) -> BatchBind:
+    def batch(stack: ExitStack, size: int, level: int) -> Callable[[list[bytes]], list[object]]:
+        f = bind(stack, size, level)
+        return lambda xs: [f(x) for x in xs]
+
+    return batch
+
+
+def _threaded(bind: BatchBind, size: int, level: int, threads: int) -> Callable[[ExitStack], Timed]:
     def setup(stack: ExitStack) -> Timed:
         items = list(records(size)) * 4
         # Each thread binds its own callable (python-zstandard needs a compressor per
         # thread); zstdpool's share one dictionary object whichever way they are bound.
-        fns = [bind(stack, size, level) for _ in range(threads)]
         jobs = [
-            functools.partial(lambda f, xs: [f(x) for x in xs], fns[t], items[t::threads])
-            for t in range(threads)
+            functools.partial(bind(stack, size, level), items[t::threads]) for t in range(threads)
         ]
         gang = Gang(jobs)
         stack.callback(gang.close)
@@ -306,13 +316,6 @@ def _threaded(bind: Bind, size: int, level: int, threads: int) -> Callable[[Exit
     return setup
 
 
-def _shared_dict(stack: ExitStack, size: int, level: int) -> Callable[[bytes], object]:
-    import zstdpool
-
-    d = _shared(size)
-    return functools.partial(zstdpool.compress, level=level, zstd_dict=d)
-
-
 @functools.cache
 def _shared(size: int) -> Any:
     import zstdpool
@@ -320,10 +323,30 @@ def _shared(size: int) -> Any:
     return zstdpool.ZstdDict(dictionary_content(size))
 
 
+def _shared_dict(stack: ExitStack, size: int, level: int) -> Callable[[bytes], object]:
+    import zstdpool
+
+    return functools.partial(zstdpool.compress, level=level, zstd_dict=_shared(size))
+
+
+def _shared_dict_many(
+    stack: ExitStack, size: int, level: int
+) -> Callable[[list[bytes]], list[object]]:
+    import zstdpool
+
+    d = _shared(size)
+
+    def many(xs: list[bytes]) -> list[object]:
+        return list(zstdpool.compress_many(xs, level, zstd_dict=d, threads=1))
+
+    return many
+
+
 def threads_workload(size: int, level: int = 3, threads: int = 2) -> Workload:
-    labels: tuple[tuple[str, Bind, tuple[str, ...]], ...] = (
-        ("zstdpool.compress shared zstd_dict", _shared_dict, ()),
-        ("zstandard compressor per thread", _zstandard_reused, ("zstandard",)),
+    labels: tuple[tuple[str, BatchBind, tuple[str, ...]], ...] = (
+        ("zstdpool.compress shared zstd_dict", _per_record(_shared_dict), ()),
+        ("zstdpool.compress_many shared zstd_dict", _shared_dict_many, ()),
+        ("zstandard compressor per thread", _per_record(_zstandard_reused), ("zstandard",)),
     )
 
     def check(out: Sequence[bytes]) -> None:
@@ -335,9 +358,10 @@ def threads_workload(size: int, level: int = 3, threads: int = 2) -> Workload:
         description=(
             f"{4 * BATCH} records of about {format_size(size)} per call, split over {threads} "
             f"pre-started Python threads or done on 1, with one dictionary: zstdpool shares one "
-            "ZstdDict and one pool; python-zstandard needs a compressor per thread (its objects "
-            f"are not thread-safe). Throughput of {threads} threads over 1: a library's 1-thread "
-            f"row over its {threads}-thread row."
+            "ZstdDict and one pool (a call per record, or one compress_many per thread's share, "
+            "threads=1); python-zstandard needs a compressor per thread (its objects are not "
+            f"thread-safe). Throughput of {threads} threads over 1: a contender's 1-thread row "
+            f"over its {threads}-thread row."
         ),
         contenders=tuple(
             Contender(
@@ -364,4 +388,5 @@ def dict_workloads(profile: Profile) -> Iterator[Workload]:
             yield compress_workload(size, level)
     for size in sizes:
         yield decompress_workload(size)
-    yield threads_workload(1 * KiB)
+    for size in sizes[-2:]:
+        yield threads_workload(size)
