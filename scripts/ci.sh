@@ -93,10 +93,12 @@ fi
 echo "== wheels ($LOGS/wheels.log)"
 sed -n '/^file /,$p' "$LOGS/wheels.log"
 echo "== test matrix"
-printf '%-6s %7s %7s %7s %8s %8s %8s  %s\n' python passed skipped failed install pytest total note
+printf '%-6s %7s %7s %7s %9s %8s %8s %8s  %s\n' python passed skipped failed tour install pytest \
+    total note
 if [ -f "$ZSTDPOOL_MATRIX_SUMMARY" ]; then
-    while IFS=$'\t' read -r v p s f i r tot note; do
-        printf '%-6s %7s %7s %7s %7ss %7ss %7ss  %s\n' "$v" "$p" "$s" "$f" "$i" "$r" "$tot" "$note"
+    while IFS=$'\t' read -r v p s f i r tot tour note; do
+        printf '%-6s %7s %7s %7s %9s %7ss %7ss %7ss  %s\n' "$v" "$p" "$s" "$f" "$tour" "$i" "$r" \
+            "$tot" "$note"
     done <"$ZSTDPOOL_MATRIX_SUMMARY"
 fi
 echo "== steps"

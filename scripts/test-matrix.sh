@@ -13,6 +13,10 @@
 # installed, from wheels only, and the tests of the missing peers skip with the reason.
 # ZSTDPOOL_EXPECT_FREETHREADED=1 makes tests/conftest.py assert that the GIL is off after
 # `import zstdpool` and still off when the run ends.
+# Then, as a user would: another fresh venv with the wheel and only what the README's tour
+# imports (pandas, dask[dataframe], distributed, and polars except on 3.14t, which it has no
+# wheel for), where scripts/readme_tour.py runs the tour's examples from outside the
+# repository; a failed tour fails the version.
 # Environment:
 #   ZSTDPOOL_DIST         where the wheels are (default: dist)
 #   ZSTDPOOL_MATRIX_DIR   venvs, copies and logs (default: target/matrix)
@@ -20,8 +24,8 @@
 #   ZSTDPOOL_FT_PREFIX    prefix of the free-threaded interpreter
 #   ARROW_TESTING_DATA    as for the tests (default: ../shared/arrow-testing/data beside
 #                         the repository, resolved before the copy is made)
-# Prints a table: version, passed, skipped, failed (failures and errors), times. Exits
-# non-zero if any version fails, has no wheel or cannot install.
+# Prints a table: version, passed, skipped, failed (failures and errors), the tour's result,
+# times. Exits non-zero if any version fails, has no wheel or cannot install.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -33,6 +37,9 @@ FT_PREFIX="${ZSTDPOOL_FT_PREFIX:-$HOME/.cache/zstdpool/python3.14t}"
 export ARROW_TESTING_DATA="${ARROW_TESTING_DATA:-$(cd "$ROOT/.." && pwd)/shared/arrow-testing/data}"
 # Packages of the test extra that cannot be installed on the free-threaded interpreter.
 FT_EXCLUDE="polars duckdb zstandard backports.zstd"
+# What the README's tour imports besides zstdpool and pyarrow (polars is added but on 3.14t).
+# `import zstdpool.dask` registers with distributed, so the dask block needs it too.
+TOUR_REQS=(pandas "dask[dataframe]" distributed)
 mkdir -p "$WORK"
 
 log() { printf '[test-matrix] %s\n' "$*" >&2; }
@@ -114,13 +121,13 @@ for v in "${versions[@]}"; do
     dir="$WORK/$v"
     mkdir -p "$dir"
     logf="$dir/pytest.log"
-    row() { rows+=("$(printf '%-6s %7s %7s %7s %8s %8s %8s  %s' "$v" "$@")"); }
+    row() { rows+=("$(printf '%-6s %7s %7s %7s %9s %8s %8s %8s  %s' "$v" "$@")"); }
     if ! py="$(interpreter "$v")"; then
-        log "$v: no interpreter"; row - - - - - - "no interpreter"; status=1; continue
+        log "$v: no interpreter"; row - - - - - - - "no interpreter"; status=1; continue
     fi
     whl="$(wheel_for "$v")"
     if [ -z "$whl" ]; then
-        log "$v: no wheel in $DIST"; row - - - - - - "no wheel in $DIST"; status=1; continue
+        log "$v: no wheel in $DIST"; row - - - - - - - "no wheel in $DIST"; status=1; continue
     fi
     log "$v: $(basename "$whl") with $py"
 
@@ -152,7 +159,7 @@ EOF
     if ! "${install[@]}" >>"$dir/install.log" 2>&1; then
         tail -20 "$dir/install.log" >&2
         log "$v: FAIL the install failed (log: $dir/install.log)"
-        row - - - "$((SECONDS - start))s" - - "install failed"; status=1; continue
+        row - - - - "$((SECONDS - start))s" - - "install failed"; status=1; continue
     fi
     installed=$((SECONDS - start))
 
@@ -177,7 +184,7 @@ print(line, file=sys.stderr)
 EOF
     ); then
         log "$v: FAIL the installed package does not pass the checks"
-        row - - - "${installed}s" - - "check failed"; status=1; continue
+        row - - - - "${installed}s" - - "check failed"; status=1; continue
     fi
     missing="$(cd "$dir/src" && "$vpy" - $PEERS <<'EOF'
 import importlib.util
@@ -212,13 +219,48 @@ EOF
         status=1
         note="pytest exit $rc; $note"
     fi
-    row "$passed" "$skipped" "$failed" "${installed}s" "${ran}s" "$((SECONDS - start))s" "$note"
+
+    # --- the README's tour, in a fresh venv with only what it imports ------------------------
+    t=$SECONDS
+    tourlog="$dir/tour.log"
+    tvenv="$dir/tour-venv"
+    tour_reqs=("${TOUR_REQS[@]}")
+    tour_pip=()
+    if [ "$v" = "3.14t" ]; then
+        tour_pip=(--only-binary=:all:)
+    else
+        tour_reqs+=(polars)
+    fi
+    if ! { "$py" -m venv --clear "$tvenv" \
+            && "$tvenv/bin/python" -m pip install "${tour_pip[@]}" "$whl" "${tour_reqs[@]}"; \
+            } >"$tourlog" 2>&1; then
+        tail -20 "$tourlog" >&2
+        tour=FAIL
+        note="tour: install failed ($tourlog); $note"
+    elif (cd "${TMPDIR:-/tmp}" && "$tvenv/bin/python" -I "$dir/src/scripts/readme_tour.py" \
+            "$dir/src/README.md") >>"$tourlog" 2>&1; then  # -I: not the script's folder either
+        tour=ok
+        tour_skips="$(grep -c '^SKIP ' "$tourlog" || true)"
+        [ "$tour_skips" = 0 ] || note="tour: $tour_skips block(s) skipped ($tourlog); $note"
+    else
+        tail -20 "$tourlog" >&2
+        tour=FAIL
+        note="tour failed ($tourlog); $note"
+    fi
+    sed -n '/^\(SKIP\|FAIL\) /p; /^the tour /p' "$tourlog" | sed "s/^/[test-matrix] $v: /" >&2
+    [ "$tour" = ok ] || status=1
+    tour="$tour $((SECONDS - t))s"
+
+    row "$passed" "$skipped" "$failed" "$tour" "${installed}s" "${ran}s" \
+        "$((SECONDS - start))s" "$note"
     if [ -n "${ZSTDPOOL_MATRIX_SUMMARY:-}" ]; then
-        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$v" "$passed" "$skipped" "$failed" \
-            "$installed" "$ran" "$((SECONDS - start))" "$note" >>"$ZSTDPOOL_MATRIX_SUMMARY"
+        printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$v" "$passed" "$skipped" "$failed" \
+            "$installed" "$ran" "$((SECONDS - start))" "$tour" "$note" \
+            >>"$ZSTDPOOL_MATRIX_SUMMARY"
     fi
 done
 
-printf '%-6s %7s %7s %7s %8s %8s %8s  %s\n' python passed skipped failed install pytest total note
+printf '%-6s %7s %7s %7s %9s %8s %8s %8s  %s\n' python passed skipped failed tour install \
+    pytest total note
 printf '%s\n' "${rows[@]}"
 exit $status
