@@ -26,6 +26,22 @@ SECTION = "## A short tour"
 #: is skipped, with the reason printed. Any other missing module is a failure.
 OPTIONAL = {"polars", "dask", "pandas"}
 
+#: The README's "After": pyarrow code runs on zstdpool with these imports changed and nothing
+#: else, so a block with them runs a second time, changed.
+AFTER = {
+    "import pyarrow.ipc as ipc": "import zstdpool.ipc as ipc",
+    "import pyarrow.feather as feather": "import zstdpool.feather as feather",
+}
+
+
+def variants(code: str) -> list[tuple[str, str]]:
+    """The block as written, and, where it imports pyarrow's IPC or Feather modules, the same
+    block on zstdpool's."""
+    after = code
+    for theirs, ours in AFTER.items():
+        after = after.replace(theirs, ours)
+    return [("", code)] + ([(" (after: on zstdpool)", after)] if after != code else [])
+
 
 def blocks(text: str) -> list[tuple[int, str]]:
     """The ```python blocks of the tour section: (line of the block's first code line, code)."""
@@ -72,8 +88,9 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="readme-tour-") as tmp:
         os.chdir(tmp)
         try:
-            for line, code in found:
-                name = f"README.md:{line}"
+            runs = [(line, how, code) for line, block in found for how, code in variants(block)]
+            for line, how, code in runs:
+                name = f"README.md:{line}{how}"
                 title = code.strip().splitlines()[0] if code.strip() else "(empty)"
                 # Padded so that the compiled code's line numbers are the README's.
                 compiled = compile("\n" * (line - 1) + code, name, "exec")

@@ -20,6 +20,8 @@ zstd is written at level 1 by default, as pyarrow does.
 
 from __future__ import annotations
 
+from typing import Any
+
 from zstdpool._stats import ReadStats, WriteStats
 from zstdpool._zstdpool import (
     IpcWriter,
@@ -44,9 +46,24 @@ open_file = RecordBatchFileReader
 IpcStreamReader = RecordBatchStreamReader
 IpcFileReader = RecordBatchFileReader
 
+#: pyarrow's option classes, which zstdpool's writers and readers take as they are: code that
+#: spells them `ipc.IpcWriteOptions` keeps working with `import zstdpool.ipc as ipc`.
+_PYARROW_NAMES = ("IpcReadOptions", "IpcWriteOptions")
+
+
+def __getattr__(name: str) -> Any:
+    # On first use, so that `import zstdpool` does not import pyarrow.
+    if name in _PYARROW_NAMES:
+        import pyarrow.ipc
+
+        return getattr(pyarrow.ipc, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 __all__ = [
     "IpcFileReader",
+    "IpcReadOptions",
     "IpcStreamReader",
+    "IpcWriteOptions",
     "IpcWriter",
     "ReadStats",
     "RecordBatchFileReader",

@@ -412,3 +412,12 @@ def test_a_file_truncated_under_its_mapping_fails_cleanly(tmp_path: Path) -> Non
     assert result.returncode == 0, (result.returncode, result.stderr)
     assert result.stdout.startswith(("refused:", "read")), result.stdout
     assert os.path.getsize(path) == 4096
+
+
+def test_the_option_classes_are_pyarrows_under_zstdpool_ipc() -> None:
+    """`ipc.IpcWriteOptions(...)` keeps working after `import zstdpool.ipc as ipc`."""
+    assert zstdpool.ipc.IpcWriteOptions is pyarrow.ipc.IpcWriteOptions
+    assert zstdpool.ipc.IpcReadOptions is pyarrow.ipc.IpcReadOptions
+    assert {"IpcWriteOptions", "IpcReadOptions"} <= set(zstdpool.ipc.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'Message'"):
+        zstdpool.ipc.Message  # noqa: B018
