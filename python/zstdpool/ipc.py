@@ -59,11 +59,12 @@ def __getattr__(name: str) -> Any:
         return getattr(pyarrow.ipc, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "IpcFileReader",
-    "IpcReadOptions",
+    "IpcReadOptions",  # noqa: F822 - made by __getattr__, on first use
     "IpcStreamReader",
-    "IpcWriteOptions",
+    "IpcWriteOptions",  # noqa: F822 - made by __getattr__, on first use
     "IpcWriter",
     "ReadStats",
     "RecordBatchFileReader",
