@@ -118,7 +118,7 @@ def _zstandard_compress_new(stack: ExitStack, data: bytes, level: int) -> Timed:
     from zstandard import ZstdCompressor
 
     def call() -> bytes:
-        return ZstdCompressor(level=level).compress(data)
+        return bytes(ZstdCompressor(level=level).compress(data))
 
     return call
 
@@ -186,7 +186,7 @@ def _zstandard_decompress_new(stack: ExitStack, frame: bytes, size: int) -> Time
     from zstandard import ZstdDecompressor
 
     def call() -> bytes:
-        return ZstdDecompressor().decompress(frame)
+        return bytes(ZstdDecompressor().decompress(frame))
 
     return call
 

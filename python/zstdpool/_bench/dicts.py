@@ -112,7 +112,9 @@ def _zstandard_dict(size: int, level: int) -> Any:
 def _zstandard_reused(stack: ExitStack, size: int, level: int) -> Callable[[bytes], object]:
     import zstandard
 
-    return zstandard.ZstdCompressor(level=level, dict_data=_zstandard_dict(size, level)).compress
+    compressor = zstandard.ZstdCompressor(level=level, dict_data=_zstandard_dict(size, level))
+    compress: Callable[[bytes], object] = compressor.compress
+    return compress
 
 
 def _zstandard_new(stack: ExitStack, size: int, level: int) -> Callable[[bytes], object]:
@@ -121,7 +123,7 @@ def _zstandard_new(stack: ExitStack, size: int, level: int) -> Callable[[bytes],
     zd = _zstandard_dict(size, level)
 
     def compress(record: bytes) -> bytes:
-        return ZstdCompressor(level=level, dict_data=zd).compress(record)
+        return bytes(ZstdCompressor(level=level, dict_data=zd).compress(record))
 
     return compress
 
@@ -210,7 +212,8 @@ def _d_zstandard_reused(stack: ExitStack, size: int) -> Callable[[bytes], object
 
     # Its decompressors prepare the dictionary once and keep it on the dictionary object.
     zd = zstandard.ZstdCompressionDict(dictionary_content(size))
-    return zstandard.ZstdDecompressor(dict_data=zd).decompress
+    decompress: Callable[[bytes], object] = zstandard.ZstdDecompressor(dict_data=zd).decompress
+    return decompress
 
 
 def _d_zstandard_new(stack: ExitStack, size: int) -> Callable[[bytes], object]:
@@ -220,7 +223,7 @@ def _d_zstandard_new(stack: ExitStack, size: int) -> Callable[[bytes], object]:
     zd = zstandard.ZstdCompressionDict(dictionary_content(size))
 
     def decompress(frame: bytes) -> bytes:
-        return zstandard.ZstdDecompressor(dict_data=zd).decompress(frame)
+        return bytes(zstandard.ZstdDecompressor(dict_data=zd).decompress(frame))
 
     return decompress
 

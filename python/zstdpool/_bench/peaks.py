@@ -79,7 +79,7 @@ def _parquet_writers() -> dict[str, Callable[[Any], object]]:
 
         frame = pl.from_arrow(table)
         sink = io.BytesIO()
-        frame.write_parquet(sink, compression="zstd", compression_level=PARQUET_LEVEL)  # type: ignore[union-attr]
+        frame.write_parquet(sink, compression="zstd", compression_level=PARQUET_LEVEL)  # type: ignore[union-attr,unused-ignore]
         return sink
 
     return {"zstdpool": zstdpool_write, "pyarrow": pyarrow_write, "polars": polars_write}
@@ -114,7 +114,7 @@ def _dataset_writers(directory: str) -> dict[str, Callable[[Any], object]]:
         import polars as pl
 
         frame = pl.from_arrow(table)
-        frame.write_parquet(  # type: ignore[union-attr]
+        frame.write_parquet(  # type: ignore[union-attr,unused-ignore]
             directory, compression="zstd", compression_level=3, partition_by=["partition_key"]
         )
         return None
