@@ -62,19 +62,8 @@ done
 [ ${#versions[@]} -gt 0 ] || versions=(3.10 3.11 3.12 3.13)
 [ -z "${ft:-}" ] || versions+=(3.14t)
 
-# An interpreter for a version: the free-threaded build's prefix, or pyenv's newest patch.
-interpreter() {
-    local v="$1" d
-    if [ -x "$v" ]; then echo "$v"; return; fi
-    if [ "$v" = "3.14t" ]; then
-        [ -x "$FT_PREFIX/bin/python3.14t" ] || return 1
-        echo "$FT_PREFIX/bin/python3.14t"
-        return
-    fi
-    d="$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}/versions/$v".* 2>/dev/null | sort -V | tail -1)"
-    [ -n "$d" ] && [ -x "$d/bin/python$v" ] || return 1
-    echo "$d/bin/python$v"
-}
+# shellcheck source=scripts/pythons.sh
+source "$ROOT/scripts/pythons.sh"
 
 # --- tools ---------------------------------------------------------------------------------
 if [ ! -x "$TOOLS/bin/maturin" ] || [ ! -x "$TOOLS/bin/auditwheel" ] \

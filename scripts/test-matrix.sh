@@ -59,17 +59,8 @@ done
 [ ${#versions[@]} -gt 0 ] || versions=(3.10 3.11 3.12 3.13)
 [ -z "${ft:-}" ] || versions+=(3.14t)
 
-interpreter() {
-    local v="$1" d
-    if [ "$v" = "3.14t" ]; then
-        [ -x "$FT_PREFIX/bin/python3.14t" ] || return 1
-        echo "$FT_PREFIX/bin/python3.14t"
-        return
-    fi
-    d="$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}/versions/$v".* 2>/dev/null | sort -V | tail -1)"
-    [ -n "$d" ] && [ -x "$d/bin/python$v" ] || return 1
-    echo "$d/bin/python$v"
-}
+# shellcheck source=scripts/pythons.sh
+source "$ROOT/scripts/pythons.sh"
 
 # The wheel for a version: cp310-cp310, ..., cp314-cp314t.
 wheel_for() {
