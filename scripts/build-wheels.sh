@@ -112,10 +112,20 @@ check_wheel() {
         return 1
     fi
     # Belt and braces: the extension's DT_NEEDED entries, read directly.
+    # (Called under `if`, where set -e does not apply: each step checks its own failure.)
     tmp="$(mktemp -d)"
-    "$TOOLS/bin/python" -m zipfile -e "$whl" "$tmp" >/dev/null
-    for so in $(find "$tmp" -name '*.so'); do
-        for lib in $(readelf -d "$so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+    if ! "$TOOLS/bin/python" -m zipfile -e "$whl" "$tmp" >/dev/null; then
+        log "FAIL $whl: cannot unpack it"; rm -rf "$tmp"; return 1
+    fi
+    sos="$(find "$tmp" -name '*.so')"
+    if [ -z "$sos" ]; then
+        log "FAIL $whl: holds no extension module"; rm -rf "$tmp"; return 1
+    fi
+    for so in $sos; do
+        if ! needed="$(readelf -d "$so")"; then
+            log "FAIL $whl: readelf cannot read $(basename "$so")"; rm -rf "$tmp"; return 1
+        fi
+        for lib in $(printf '%s\n' "$needed" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
             case " $ALLOWED_NEEDED " in
                 *" $lib "*) ;;
                 *) log "FAIL $whl: $(basename "$so") needs $lib"; rm -rf "$tmp"; return 1 ;;

@@ -9,7 +9,7 @@
 #   cargo-test        cargo test -p zstdpool-core --features alloc-stats -- --test-threads=1
 #   ft-python         scripts/build-freethreaded-python.sh (cached after its first run),
 #                     alongside cargo-test
-#   wheels            scripts/build-wheels.sh --freethreaded, into $ZSTDPOOL_CI_DIR/dist
+#   wheels            scripts/build-wheels.sh 3.10 3.11 3.12 3.13 3.14t, into $ZSTDPOOL_CI_DIR/dist
 #   test-<version>    scripts/test-matrix.sh <version>, started when that wheel is done
 # Prints each step's time and the matrix's table; exits non-zero if any step failed.
 set -uo pipefail

@@ -142,6 +142,12 @@ for req in extras["bench"] + extras["test"]:
         print(req)
 EOF
 )
+        # A failure inside the process substitution above escapes set -e: an empty list
+        # would install the wheel alone and skip every peer's tests.
+        if [ ${#reqs[@]} -lt 10 ]; then
+            log "$v: FAIL could not read the test extras from pyproject.toml (${#reqs[@]} found)"
+            row - - - - "$((SECONDS - start))s" - - "extras unreadable"; status=1; continue
+        fi
         log "$v: installing the wheel and, from wheels only: ${reqs[*]}"
         install=("$vpy" -m pip install --only-binary=:all: "$whl" "${reqs[@]}")
     else

@@ -262,7 +262,14 @@ impl Samples {
                 "{what} needs at least one sample"
             )));
         }
-        debug_assert_eq!(self.sizes.iter().sum::<usize>(), self.bytes.len());
+        // zstd reads the samples by these sizes: they must cover the buffer exactly.
+        let total = self.sizes.iter().try_fold(0usize, |t, &n| t.checked_add(n));
+        if total != Some(self.bytes.len()) {
+            return Err(Error::Parameter(format!(
+                "{what}: the sample sizes do not add up to the {} bytes of samples",
+                self.bytes.len()
+            )));
+        }
         if u32::try_from(self.sizes.len()).is_err() {
             return Err(Error::Parameter(format!(
                 "{what} takes at most {} samples, not {}",

@@ -195,3 +195,21 @@ def test_to_dataset_refuses_bad_options_before_computing(tmp_path: object) -> No
         zstdpool.dask.to_dataset(ddf, str(tmp_path), existing_data_behavior="merge")
     with pytest.raises(zstdpool.ParameterError, match="names the files itself"):
         zstdpool.dask.to_dataset(ddf, str(tmp_path), basename_template="x-{i}.parquet")
+
+
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 300, 65_791, 65_792, 70_000, 5_000_000])
+def test_the_declared_size_is_read_from_every_header_layout(size: int) -> None:
+    """Frame headers of every shape: single-segment or with a window descriptor, content
+    sizes of 1, 2 (stored less 256), 4 and 8 bytes, with a dictionary id or a checksum."""
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    d = zstdpool.train_dict([f"record {i} of the samples".encode() * 3 for i in range(2000)], 1024)
+    for frame in (
+        zstdpool.compress(data, 3),
+        zstdpool.compress(data, 19, checksum=True),
+        zstdpool.compress(data, 3, window_log=10),
+        zstdpool.compress(data, 3, zstd_dict=d),
+    ):
+        assert codec.content_size(frame) == size
+        assert zstdpool.decompress(frame, zstd_dict=d) == data
+    assert codec.content_size(b"\x28\xb5\x2f") is None
+    assert codec.content_size(b"not a zstd frame at all") is None

@@ -216,6 +216,12 @@ fn training_and_finalizing_check_their_arguments() {
         .unwrap_err()
         .to_string()
         .contains("at least one sample"));
+    let mut uneven = samples(0..200);
+    uneven.sizes[0] += 1;
+    let msg = finalize(b"content", &uneven, 4096, 3)
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("do not add up"), "{msg}");
     let content: Vec<u8> = (0..200).flat_map(record).take(2000).collect();
     let made = finalize(&content, &samples(0..2000), 4096, 3).unwrap();
     let dict = ZstdDict::new(&made, false).unwrap();
