@@ -294,8 +294,8 @@ fn check_dict_size(dict_size: usize) -> Result<()> {
     Ok(())
 }
 
-/// Trains a dictionary of at most `dict_size` bytes on `samples` (zstd's COVER trainer with its
-/// defaults, as `compression.zstd.train_dict` and python-zstandard's default do).
+/// Trains a dictionary of at most `dict_size` bytes on `samples` with zstd's default trainer
+/// (`ZDICT_trainFromBuffer`, fast COVER), as `compression.zstd.train_dict` does.
 pub fn train(samples: &Samples, dict_size: usize) -> Result<Vec<u8>> {
     check_dict_size(dict_size)?;
     samples.check("train_dict")?;
