@@ -9,6 +9,7 @@ use pyo3::types::{PyBytes, PyList};
 use crate::buffer::{new_bytes_filled, ByteView};
 use crate::dict::dict_arg;
 use crate::held::Held;
+use crate::lifecycle::{lifecycle_methods, Lifecycle};
 use crate::pool::{pool_or_default, PyContextPool};
 use zstdpool_core::codec::{plan_decompress, DecompressPlan, DEFAULT_MAX_OUTPUT_SIZE};
 use zstdpool_core::context::{
@@ -227,17 +228,6 @@ impl PyCompressor {
         compress_one(py, &mut lease, &view)
     }
 
-    /// Gives the context back to its pool. Idempotent.
-    fn close(&self) {
-        drop(self.lease.close());
-    }
-
-    /// Whether the context has gone back to its pool.
-    #[getter]
-    fn closed(&self) -> bool {
-        self.lease.is_closed()
-    }
-
     /// The zstd level this compressor writes at.
     #[getter]
     fn level(&self) -> i32 {
@@ -267,32 +257,37 @@ impl PyCompressor {
     fn write_dict_id(&self) -> bool {
         self.params.write_dict_id
     }
+}
 
-    /// Refused: a lease belongs to the process that took it.
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(crate::errors::cannot_pickle("Compressor", LEASE))
+impl Lifecycle for PyCompressor {
+    const WHAT: &'static str = "Compressor";
+    const NOT_PICKLED: &'static str = LEASE;
+
+    fn is_closed(&self) -> bool {
+        self.lease.is_closed()
     }
 
-    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.lease.check_open()?;
-        Ok(slf)
+    fn check_open(&self) -> PyResult<()> {
+        self.lease.check_open()
     }
 
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.close();
-        false
+    fn close(&self, _py: Python<'_>) -> PyResult<()> {
+        drop(self.lease.close());
+        Ok(())
     }
 
-    fn __repr__(&self) -> String {
+    fn describe(&self) -> String {
         format!(
-            "<zstdpool.Compressor level={} checksum={}{}>",
-            self.params.level,
-            self.params.checksum,
-            if self.closed() { " closed" } else { "" }
+            "zstdpool.Compressor level={} checksum={}",
+            self.params.level, self.params.checksum
         )
     }
 }
+
+lifecycle_methods!(
+    PyCompressor,
+    close = "Gives the context back to its pool. Idempotent."
+);
 
 /// A decompression context leased from a pool, for one thread at a time.
 #[pyclass(frozen, name = "Decompressor", module = "zstdpool")]
@@ -335,17 +330,6 @@ impl PyDecompressor {
         decompress_into_one(py, &mut lease, view.as_slice(), &mut dst)
     }
 
-    /// Gives the context back to its pool. Idempotent.
-    fn close(&self) {
-        drop(self.lease.close());
-    }
-
-    /// Whether the context has gone back to its pool.
-    #[getter]
-    fn closed(&self) -> bool {
-        self.lease.is_closed()
-    }
-
     /// The most one `decompress` call returns, in bytes, unless the call sets its own limit.
     #[getter]
     fn max_output_size(&self) -> usize {
@@ -357,31 +341,37 @@ impl PyDecompressor {
     fn zstd_dict(&self, py: Python<'_>) -> Option<Py<PyAny>> {
         self.zstd_dict.as_ref().map(|d| d.clone_ref(py))
     }
+}
 
-    /// Refused: a lease belongs to the process that took it.
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(crate::errors::cannot_pickle("Decompressor", LEASE))
+impl Lifecycle for PyDecompressor {
+    const WHAT: &'static str = "Decompressor";
+    const NOT_PICKLED: &'static str = LEASE;
+
+    fn is_closed(&self) -> bool {
+        self.lease.is_closed()
     }
 
-    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.lease.check_open()?;
-        Ok(slf)
+    fn check_open(&self) -> PyResult<()> {
+        self.lease.check_open()
     }
 
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.close();
-        false
+    fn close(&self, _py: Python<'_>) -> PyResult<()> {
+        drop(self.lease.close());
+        Ok(())
     }
 
-    fn __repr__(&self) -> String {
+    fn describe(&self) -> String {
         format!(
-            "<zstdpool.Decompressor max_output_size={}{}>",
-            self.max_output_size,
-            if self.closed() { " closed" } else { "" }
+            "zstdpool.Decompressor max_output_size={}",
+            self.max_output_size
         )
     }
 }
+
+lifecycle_methods!(
+    PyDecompressor,
+    close = "Gives the context back to its pool. Idempotent."
+);
 
 fn views(buffers: &Bound<'_, PyAny>) -> PyResult<Vec<ByteView>> {
     buffers

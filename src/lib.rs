@@ -15,6 +15,7 @@ mod io;
 mod ipc_options;
 mod ipc_reader;
 mod ipc_writer;
+mod lifecycle;
 mod parquet_reader;
 mod parquet_writer;
 mod pool;

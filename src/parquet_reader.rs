@@ -14,6 +14,7 @@ use crate::errors::OrRaise as _;
 use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
 use crate::held::Held;
 use crate::io::unwrap_py_error_in;
+use crate::lifecycle::{lifecycle_methods, Lifecycle, OPEN_SOURCE};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::parquet_source;
 use zstdpool_core::error::{Error, Result};
@@ -202,49 +203,40 @@ impl PyParquetFile {
             batches: Held::new(batches, "Parquet batch iterator"),
         })
     }
+}
 
-    /// Refused: an open source belongs to this process.
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(crate::errors::cannot_pickle(
-            "ParquetFile",
-            "it holds an open source, which another process may not reach; send its path or \
-             its bytes and open it there",
-        ))
-    }
+impl Lifecycle for PyParquetFile {
+    const WHAT: &'static str = "ParquetFile";
+    const NOT_PICKLED: &'static str = OPEN_SOURCE;
 
-    /// Releases the source. Idempotent; reads running now finish first.
-    fn close(&self) {
-        *self.file.write().unwrap_or_else(|p| p.into_inner()) = None;
-    }
-
-    /// Whether the file is closed.
-    #[getter]
-    fn closed(&self) -> bool {
+    fn is_closed(&self) -> bool {
         self.file
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .is_none()
     }
 
-    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.file()?;
-        Ok(slf)
+    fn check_open(&self) -> PyResult<()> {
+        self.file().map(drop)
     }
 
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.close();
-        false
+    fn close(&self, _py: Python<'_>) -> PyResult<()> {
+        *self.file.write().unwrap_or_else(|p| p.into_inner()) = None;
+        Ok(())
     }
 
-    fn __repr__(&self) -> String {
+    fn describe(&self) -> String {
         format!(
-            "<zstdpool.parquet.ParquetFile {} columns{}>",
-            self.schema.fields().len(),
-            if self.closed() { " closed" } else { "" }
+            "zstdpool.parquet.ParquetFile {} columns",
+            self.schema.fields().len()
         )
     }
 }
+
+lifecycle_methods!(
+    PyParquetFile,
+    close = "Releases the source. Idempotent; reads running now finish first."
+);
 
 /// Batches of a Parquet file, read in order as they are asked for; for one thread at a time.
 #[pyclass(frozen, name = "ParquetBatches", module = "zstdpool.parquet")]

@@ -14,6 +14,7 @@ use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
 use crate::io::unwrap_py_error;
 use crate::ipc_writer::durability;
+use crate::lifecycle::{lifecycle_methods, Lifecycle, UNWRITTEN};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::sink::{Sink, SinkWriter};
 use zstdpool_core::error::Error;
@@ -414,43 +415,11 @@ impl PyParquetWriter {
         }
     }
 
-    /// Refused: a writer's sink and unwritten state belong to this process.
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(crate::errors::cannot_pickle(
-            "ParquetWriter",
-            "it holds an open sink and state not yet written; write where the data is, or send \
-             the data",
-        ))
-    }
-
-    /// Writes the buffered rows and the footer, completes the sink and gives the contexts
-    /// back. Idempotent. A path appears under its name only now; if this fails, nothing does.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let Some(mut writer) = self.writer.close_idle()? else {
-            return Ok(());
-        };
-        let result = py.detach(|| finish(&mut writer));
-        self.record(&writer);
-        match result {
-            Ok(mut sink) => sink.commit(py).map(drop),
-            Err(Failure::Sink(e) | Failure::Encode(e) | Failure::Import(e)) => {
-                writer.abandon();
-                Err(e)
-            }
-        }
-    }
-
     /// Abandons the output: nothing more is written and a path's file is removed. Idempotent.
     fn abort(&self) {
         if let Some(mut w) = self.writer.close() {
             w.abandon();
         }
-    }
-
-    /// Whether the writer is closed.
-    #[getter]
-    fn closed(&self) -> bool {
-        self.writer.is_closed()
     }
 
     /// The schema data must have, as a pyarrow Schema.
@@ -476,37 +445,54 @@ impl PyParquetWriter {
     fn bytes_written(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
+}
 
-    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.writer.check_open()?;
-        Ok(slf)
+impl Lifecycle for PyParquetWriter {
+    const WHAT: &'static str = "ParquetWriter";
+    const NOT_PICKLED: &'static str = UNWRITTEN;
+
+    fn is_closed(&self) -> bool {
+        self.writer.is_closed()
     }
 
-    /// Closes the writer; if the block raised, abandons the output instead (see `abort`).
-    #[pyo3(signature = (exc_type, _exc_value, _traceback))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: &Bound<'_, PyAny>,
-        _exc_value: &Bound<'_, PyAny>,
-        _traceback: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
-        if exc_type.is_none() {
-            self.close(py)?;
-        } else {
-            self.abort();
+    fn check_open(&self) -> PyResult<()> {
+        self.writer.check_open()
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let Some(mut writer) = self.writer.close_idle()? else {
+            return Ok(());
+        };
+        let result = py.detach(|| finish(&mut writer));
+        self.record(&writer);
+        match result {
+            Ok(mut sink) => sink.commit(py).map(drop),
+            Err(Failure::Sink(e) | Failure::Encode(e) | Failure::Import(e)) => {
+                writer.abandon();
+                Err(e)
+            }
         }
-        Ok(false)
     }
 
-    fn __repr__(&self) -> String {
+    fn close_after_error(&self, _py: Python<'_>) -> PyResult<()> {
+        self.abort();
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
         format!(
-            "<zstdpool.parquet.ParquetWriter {} columns{}>",
-            self.schema.fields().len(),
-            if self.closed() { " closed" } else { "" }
+            "zstdpool.parquet.ParquetWriter {} columns",
+            self.schema.fields().len()
         )
     }
 }
+
+lifecycle_methods!(
+    PyParquetWriter,
+    close = "Writes the buffered rows and the footer, completes the sink and gives the contexts \
+             back. Idempotent. A path appears under its name only now; if this fails, nothing \
+             does. Leaving a `with` block that raised abandons the output instead (see `abort`)."
+);
 
 impl Drop for PyParquetWriter {
     /// A writer collected without close() leaves no partial file behind.
