@@ -14,6 +14,7 @@ use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
 use crate::held::Held;
 use crate::io::unwrap_py_error_in;
 use crate::ipc_options::{to_key_value_metadata, ReadSettings};
+use crate::lifecycle::{lifecycle_methods, Lifecycle, OPEN_SOURCE};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::InputSource;
 use zstdpool_core::error::{Error, Result};
@@ -161,32 +162,46 @@ impl PyIpcStreamReader {
     }
 }
 
+/// The stream and the file reader's constructors, written once: pyarrow's arguments (`source`,
+/// the file reader's `footer_offset`, `options`, `memory_pool`), then zstdpool's limits,
+/// threads and pool, gathered into an [`Opening`] for the class's own `open`.
+macro_rules! ipc_reader_new {
+    ($class:ty $(, $footer_offset:ident)?) => {
+        #[pymethods]
+        impl $class {
+            #[new]
+            #[pyo3(signature = (source, $($footer_offset=None,)? *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+            #[allow(clippy::too_many_arguments)]
+            fn new(
+                py: Python<'_>,
+                source: &Bound<'_, PyAny>,
+                $($footer_offset: Option<i64>,)?
+                options: Option<&Bound<'_, PyAny>>,
+                memory_pool: Option<&Bound<'_, PyAny>>,
+                max_buffer_size: Option<i64>,
+                max_batch_size: Option<i64>,
+                threads: Option<i64>,
+                pool: Option<&Bound<'_, PyContextPool>>,
+            ) -> PyResult<Self> {
+                let opening = Opening::new(
+                    source,
+                    options,
+                    memory_pool,
+                    max_buffer_size,
+                    max_batch_size,
+                    threads,
+                )?;
+                Self::open(py, opening, $($footer_offset,)? pool_or_default(pool))
+            }
+        }
+    };
+}
+
+ipc_reader_new!(PyIpcStreamReader);
+ipc_reader_new!(PyIpcFileReader, footer_offset);
+
 #[pymethods]
 impl PyIpcStreamReader {
-    #[new]
-    #[pyo3(signature = (source, *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        source: &Bound<'_, PyAny>,
-        options: Option<&Bound<'_, PyAny>>,
-        memory_pool: Option<&Bound<'_, PyAny>>,
-        max_buffer_size: Option<i64>,
-        max_batch_size: Option<i64>,
-        threads: Option<i64>,
-        pool: Option<&Bound<'_, PyContextPool>>,
-    ) -> PyResult<Self> {
-        let opening = Opening::new(
-            source,
-            options,
-            memory_pool,
-            max_buffer_size,
-            max_batch_size,
-            threads,
-        )?;
-        Self::open(py, opening, pool_or_default(pool))
-    }
-
     /// What has been read so far, as a `ReadStats` (pyarrow's fields).
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -279,47 +294,39 @@ impl PyIpcStreamReader {
         let reader = self.reader.take()?.retire();
         stream_capsule(py, reader)
     }
+}
 
-    /// Refused: an open source belongs to this process.
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(crate::errors::cannot_pickle(
-            "RecordBatchStreamReader",
-            "it holds an open source, which another process may not reach; send its path or \
-             its bytes and open it there",
-        ))
-    }
+impl Lifecycle for PyIpcStreamReader {
+    const WHAT: &'static str = "RecordBatchStreamReader";
+    const NOT_PICKLED: &'static str = OPEN_SOURCE;
 
-    /// Gives the decompression context back. Idempotent.
-    fn close(&self) {
-        if let Some(mut r) = self.reader.close() {
-            r.close();
-        }
-    }
-
-    /// Whether the reader is closed (its contexts and source released).
-    #[getter]
-    fn closed(&self) -> bool {
+    fn is_closed(&self) -> bool {
         self.reader.is_closed()
     }
 
-    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.reader.check_open()?;
-        Ok(slf)
+    fn check_open(&self) -> PyResult<()> {
+        self.reader.check_open()
     }
 
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.close();
-        false
+    fn close(&self, _py: Python<'_>) -> PyResult<()> {
+        if let Some(mut r) = self.reader.close() {
+            r.close();
+        }
+        Ok(())
     }
 
-    fn __repr__(&self) -> String {
+    fn describe(&self) -> String {
         format!(
-            "<zstdpool.ipc.RecordBatchStreamReader {} columns>",
+            "zstdpool.ipc.RecordBatchStreamReader {} columns",
             self.schema.fields().len()
         )
     }
 }
+
+lifecycle_methods!(
+    PyIpcStreamReader,
+    close = "Gives the decompression context back and releases the source. Idempotent."
+);
 
 /// Iterates over a stream reader's batches with their metadata.
 #[pyclass(frozen, name = "_BatchesWithMetadata", module = "zstdpool.ipc")]
@@ -417,31 +424,6 @@ impl PyIpcFileReader {
 
 #[pymethods]
 impl PyIpcFileReader {
-    #[new]
-    #[pyo3(signature = (source, footer_offset=None, *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        source: &Bound<'_, PyAny>,
-        footer_offset: Option<i64>,
-        options: Option<&Bound<'_, PyAny>>,
-        memory_pool: Option<&Bound<'_, PyAny>>,
-        max_buffer_size: Option<i64>,
-        max_batch_size: Option<i64>,
-        threads: Option<i64>,
-        pool: Option<&Bound<'_, PyContextPool>>,
-    ) -> PyResult<Self> {
-        let opening = Opening::new(
-            source,
-            options,
-            memory_pool,
-            max_buffer_size,
-            max_batch_size,
-            threads,
-        )?;
-        Self::open(py, opening, footer_offset, pool_or_default(pool))
-    }
-
     /// What has been read so far, as a `ReadStats` (pyarrow's fields).
     #[getter]
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -544,48 +526,40 @@ impl PyIpcFileReader {
             next: Held::new(0, "batch iterator"),
         }
     }
+}
 
-    /// Refused: an open source belongs to this process.
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(crate::errors::cannot_pickle(
-            "RecordBatchFileReader",
-            "it holds an open source, which another process may not reach; send its path or \
-             its bytes and open it there",
-        ))
-    }
+impl Lifecycle for PyIpcFileReader {
+    const WHAT: &'static str = "RecordBatchFileReader";
+    const NOT_PICKLED: &'static str = OPEN_SOURCE;
 
-    /// Gives the decompression context back. Idempotent.
-    fn close(&self) {
-        if let Some(mut r) = self.reader.close() {
-            r.release();
-        }
-    }
-
-    /// Whether the reader is closed (its contexts and source released).
-    #[getter]
-    fn closed(&self) -> bool {
+    fn is_closed(&self) -> bool {
         self.reader.is_closed()
     }
 
-    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.reader.check_open()?;
-        Ok(slf)
+    fn check_open(&self) -> PyResult<()> {
+        self.reader.check_open()
     }
 
-    #[pyo3(signature = (*_exc))]
-    fn __exit__(&self, _exc: &Bound<'_, pyo3::types::PyTuple>) -> bool {
-        self.close();
-        false
+    fn close(&self, _py: Python<'_>) -> PyResult<()> {
+        if let Some(mut r) = self.reader.close() {
+            r.release();
+        }
+        Ok(())
     }
 
-    fn __repr__(&self) -> String {
+    fn describe(&self) -> String {
         format!(
-            "<zstdpool.ipc.RecordBatchFileReader {} batches, {} columns>",
+            "zstdpool.ipc.RecordBatchFileReader {} batches, {} columns",
             self.num_batches,
             self.schema.fields().len()
         )
     }
 }
+
+lifecycle_methods!(
+    PyIpcFileReader,
+    close = "Gives the decompression contexts back and releases the source. Idempotent."
+);
 
 /// Iterates over a file reader's batches in order; like the reader, for one thread at a time.
 #[pyclass(frozen, name = "_FileBatches", module = "zstdpool.ipc")]
@@ -635,7 +609,7 @@ pub fn read_stream<'py>(
         pool,
     )?;
     let table = reader.read_all(py);
-    reader.close();
+    Lifecycle::close(&reader, py)?;
     table
 }
 
@@ -662,7 +636,7 @@ pub fn read_file<'py>(
         pool,
     )?;
     let table = reader.read_all(py);
-    reader.close();
+    Lifecycle::close(&reader, py)?;
     table
 }
 

@@ -16,6 +16,7 @@ use crate::errors;
 use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
 use crate::ipc_options::{key_values, WriteSettings};
+use crate::lifecycle::{lifecycle_methods, Lifecycle, UNWRITTEN};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::sink::Sink;
 use zstdpool_core::error::Error;
@@ -71,8 +72,8 @@ fn writer_options_from(
 /// Writes every batch of `input`; runs without the GIL, which the caller releases once for
 /// the whole loop: reading the next batch, encoding and compressing run without it, and only a
 /// Python sink's `write` (or a bytes output's growth) takes it back. Released around each step
-/// instead, a thread hands the GIL to another and then waits for it at every step: two threads
-/// writing 4096-row tables got 1.3x one thread's throughput instead of 1.8x.
+/// instead, a thread hands the GIL to another and then waits for it at every step, and two
+/// threads gain much less over one (benchmarks/RESULTS.md, "Figures behind design choices").
 fn write_batches(open: &mut Open, input: &mut Imported) -> Result<(), Failure> {
     write_batches_as(open, input, None, &[])
 }
@@ -349,38 +350,12 @@ impl PyIpcWriter {
         ))
     }
 
-    /// Refused: a writer's sink and unwritten state belong to this process.
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(crate::errors::cannot_pickle(
-            "IPC writer",
-            "it holds an open sink and state not yet written; write where the data is, or send \
-             the data",
-        ))
-    }
-
-    /// Writes the end of the stream (and the file footer), completes the sink and gives the
-    /// compression context back. Idempotent. A path sink appears under its name only now.
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
-        if let Some(mut open) = self.open.close_idle()? {
-            let result = open.finish(py);
-            self.record(&open.writer);
-            result?;
-        }
-        Ok(())
-    }
-
     /// Abandons the output: nothing more is written, a path sink's file is removed, and the
     /// context goes back. Idempotent.
     fn abort(&self) {
         if let Some(mut open) = self.open.close() {
             open.abandon();
         }
-    }
-
-    /// Whether the writer is closed (or abandoned after a sink error).
-    #[getter]
-    fn closed(&self) -> bool {
-        self.open.is_closed()
     }
 
     /// The schema batches must have, as a pyarrow Schema.
@@ -428,41 +403,52 @@ impl PyIpcWriter {
     fn bytes_written(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
     }
+}
 
-    fn __enter__(slf: PyRef<'_, Self>) -> PyResult<PyRef<'_, Self>> {
-        slf.open.check_open()?;
-        Ok(slf)
+impl Lifecycle for PyIpcWriter {
+    const WHAT: &'static str = "IPC writer";
+    const NOT_PICKLED: &'static str = UNWRITTEN;
+
+    fn is_closed(&self) -> bool {
+        self.open.is_closed()
     }
 
-    /// Closes the writer; if the block raised, abandons the output instead (see `abort`).
-    #[pyo3(signature = (exc_type, _exc_value, _traceback))]
-    fn __exit__(
-        &self,
-        py: Python<'_>,
-        exc_type: &Bound<'_, PyAny>,
-        _exc_value: &Bound<'_, PyAny>,
-        _traceback: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
-        if exc_type.is_none() {
-            self.close(py)?;
-        } else {
-            self.abort();
+    fn check_open(&self) -> PyResult<()> {
+        self.open.check_open()
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        if let Some(mut open) = self.open.close_idle()? {
+            let result = open.finish(py);
+            self.record(&open.writer);
+            result?;
         }
-        Ok(false)
+        Ok(())
     }
 
-    fn __repr__(&self) -> String {
+    fn close_after_error(&self, _py: Python<'_>) -> PyResult<()> {
+        self.abort();
+        Ok(())
+    }
+
+    fn describe(&self) -> String {
         format!(
-            "<zstdpool.ipc.{} compression={:?}{}>",
+            "zstdpool.ipc.{} compression={:?}",
             match self.format {
                 IpcFormat::Stream => "RecordBatchStreamWriter",
                 IpcFormat::File => "RecordBatchFileWriter",
             },
             self.compression().unwrap_or("none"),
-            if self.closed() { " closed" } else { "" }
         )
     }
 }
+
+lifecycle_methods!(
+    PyIpcWriter,
+    close = "Writes the end of the stream (and the file footer), completes the sink and gives \
+             the compression context back. Idempotent. A path sink appears under its name only \
+             now. Leaving a `with` block that raised abandons the output instead (see `abort`)."
+);
 
 impl Drop for PyIpcWriter {
     /// A writer collected without close() leaves no partial file behind.
@@ -511,101 +497,80 @@ fn footer_metadata(
     }
 }
 
-/// An Arrow IPC stream writer on `sink` (a path, or a binary file object), constructed as
-/// pyarrow's is: `RecordBatchStreamWriter(sink, schema, options=pa.ipc.IpcWriteOptions(...))`,
-/// or with zstdpool's keywords (`new_stream` is another name for it).
-///
-/// A path sink is written under a hidden temporary name beside it and renamed into place
-/// when the output is complete, so a failed write leaves nothing under its name and a crash
-/// of the process leaves the old file or the new one whole. With `fsync=True` the file and its
-/// directory are synced as well: once the output is complete it survives a power loss (without,
-/// as in pyarrow and polars, a power loss soon after may leave an empty or partial file).
-#[pyclass(frozen, extends = PyIpcWriter, name = "RecordBatchStreamWriter", module = "zstdpool.ipc")]
-pub struct PyStreamWriter;
+/// The stream and the file writer: subclasses of `IpcWriter` that differ only in their format
+/// and, for the file writer, a `metadata` argument for the footer. One definition makes both,
+/// so their constructors cannot drift apart.
+macro_rules! ipc_writer_class {
+    ($(#[doc = $doc:literal])* $class:ident, $name:literal, $format:expr $(, $metadata:ident)?) => {
+        $(#[doc = $doc])*
+        ///
+        /// A path sink is written under a hidden temporary name beside it and renamed into
+        /// place when the output is complete, so a failed write leaves nothing under its name
+        /// and a crash of the process leaves the old file or the new one whole. With
+        /// `fsync=True` the file and its directory are synced as well: once the output is
+        /// complete it survives a power loss (without, as in pyarrow and polars, a power loss
+        /// soon after may leave an empty or partial file).
+        #[pyclass(frozen, extends = PyIpcWriter, name = $name, module = "zstdpool.ipc")]
+        pub struct $class;
 
-#[pymethods]
-impl PyStreamWriter {
-    #[new]
-    #[pyo3(
-        signature = (sink, schema, *, options=None, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
-    )]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        sink: &Bound<'_, PyAny>,
-        schema: &Bound<'_, PyAny>,
-        options: Option<&Bound<'_, PyAny>>,
-        compression: Option<&str>,
-        level: Option<i64>,
-        threads: Option<i64>,
-        dictionary_deltas: bool,
-        fsync: bool,
-        pool: Option<&Bound<'_, PyContextPool>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        let base = open_writer(
-            IpcFormat::Stream,
-            sink,
-            schema,
-            options,
-            None,
-            compression,
-            level,
-            threads,
-            dictionary_deltas,
-            fsync,
-            pool,
-        )?;
-        Ok(PyClassInitializer::from(base).add_subclass(PyStreamWriter))
-    }
+        #[pymethods]
+        impl $class {
+            #[new]
+            #[pyo3(
+                signature = (sink, schema, *, options=None, $($metadata=None,)? compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
+            )]
+            #[allow(clippy::too_many_arguments)]
+            fn new(
+                sink: &Bound<'_, PyAny>,
+                schema: &Bound<'_, PyAny>,
+                options: Option<&Bound<'_, PyAny>>,
+                $($metadata: Option<&Bound<'_, PyAny>>,)?
+                compression: Option<&str>,
+                level: Option<i64>,
+                threads: Option<i64>,
+                dictionary_deltas: bool,
+                fsync: bool,
+                pool: Option<&Bound<'_, PyContextPool>>,
+            ) -> PyResult<PyClassInitializer<Self>> {
+                let footer: Option<&Bound<'_, PyAny>> = None $(.or($metadata))?;
+                let base = open_writer(
+                    $format,
+                    sink,
+                    schema,
+                    options,
+                    footer,
+                    compression,
+                    level,
+                    threads,
+                    dictionary_deltas,
+                    fsync,
+                    pool,
+                )?;
+                Ok(PyClassInitializer::from(base).add_subclass($class))
+            }
+        }
+    };
 }
 
-/// An Arrow IPC file writer on `sink` (a path, or a binary file object), constructed as
-/// pyarrow's is: `RecordBatchFileWriter(sink, schema, options=..., metadata=...)`, or with
-/// zstdpool's keywords (`new_file` is another name for it). `metadata` (a dict or
-/// `pyarrow.KeyValueMetadata`) goes in the footer.
-///
-/// A path sink is written under a hidden temporary name beside it and renamed into place
-/// when the output is complete, so a failed write leaves nothing under its name and a crash
-/// of the process leaves the old file or the new one whole. With `fsync=True` the file and its
-/// directory are synced as well: once the output is complete it survives a power loss (without,
-/// as in pyarrow and polars, a power loss soon after may leave an empty or partial file).
-#[pyclass(frozen, extends = PyIpcWriter, name = "RecordBatchFileWriter", module = "zstdpool.ipc")]
-pub struct PyFileWriter;
+ipc_writer_class!(
+    /// An Arrow IPC stream writer on `sink` (a path, or a binary file object), constructed as
+    /// pyarrow's is: `RecordBatchStreamWriter(sink, schema, options=pa.ipc.IpcWriteOptions(...))`,
+    /// or with zstdpool's keywords (`new_stream` is another name for it).
+    PyStreamWriter,
+    "RecordBatchStreamWriter",
+    IpcFormat::Stream
+);
 
-#[pymethods]
-impl PyFileWriter {
-    #[new]
-    #[pyo3(
-        signature = (sink, schema, *, options=None, metadata=None, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
-    )]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        sink: &Bound<'_, PyAny>,
-        schema: &Bound<'_, PyAny>,
-        options: Option<&Bound<'_, PyAny>>,
-        metadata: Option<&Bound<'_, PyAny>>,
-        compression: Option<&str>,
-        level: Option<i64>,
-        threads: Option<i64>,
-        dictionary_deltas: bool,
-        fsync: bool,
-        pool: Option<&Bound<'_, PyContextPool>>,
-    ) -> PyResult<PyClassInitializer<Self>> {
-        let base = open_writer(
-            IpcFormat::File,
-            sink,
-            schema,
-            options,
-            metadata,
-            compression,
-            level,
-            threads,
-            dictionary_deltas,
-            fsync,
-            pool,
-        )?;
-        Ok(PyClassInitializer::from(base).add_subclass(PyFileWriter))
-    }
-}
+ipc_writer_class!(
+    /// An Arrow IPC file writer on `sink` (a path, or a binary file object), constructed as
+    /// pyarrow's is: `RecordBatchFileWriter(sink, schema, options=..., metadata=...)`, or with
+    /// zstdpool's keywords (`new_file` is another name for it). `metadata` (a dict or
+    /// `pyarrow.KeyValueMetadata`) goes in the footer.
+    PyFileWriter,
+    "RecordBatchFileWriter",
+    IpcFormat::File,
+    metadata
+);
 
 /// Whether `data` is a pyarrow Table (whose dictionaries `unify_dictionaries` can unify).
 fn is_table(data: &Bound<'_, PyAny>) -> PyResult<bool> {
