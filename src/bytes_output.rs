@@ -1,16 +1,11 @@
 //! Where `write_stream(sink=None)` and `write_file(sink=None)` build their output.
 //!
-//! On CPython outside Windows: in the bytes object that is returned ([`MemoryOutput`] is
-//! `BytesOutput`), so the output never exists twice. On Windows pyo3 may link libpython
-//! without an import library, and `_PyBytes_Resize` (not exported by pyo3-ffi) cannot be
-//! named from here: the output is built in a vector and copied into bytes at the end.
+//! In the bytes object that is returned ([`MemoryOutput`] is `BytesOutput`), so the output
+//! never exists twice: grown with CPython's `_PyBytes_Resize`, which pyo3-ffi does not export
+//! and which is named here from libpython's symbols (zstdpool builds for Linux only).
 
-#[cfg(windows)]
-pub use copied::MemoryOutput;
-#[cfg(not(windows))]
 pub use in_place::BytesOutput as MemoryOutput;
 
-#[cfg(not(windows))]
 mod in_place {
     use std::ffi::c_int;
 
@@ -96,8 +91,9 @@ mod in_place {
 
         /// Asks for huge pages on a large output once it sits somewhere new. An output that
         /// glibc maps on its own (always from 32 MiB) is fresh memory on each write (the last
-        /// one's pages went with the caller's bytes), and filling it faults once per 4 KiB:
-        /// 20 ms for 40 MiB here, 5 ms with huge pages, next to 3 ms for the copy itself.
+        /// one's pages went with the caller's bytes), and filling it faults once per 4 KiB,
+        /// which costs several times the copy itself (benchmarks/RESULTS.md, "Figures behind
+        /// design choices").
         fn advise(&mut self) {
             if self.obj != self.advised && self.cap >= zstdpool_core::pages::MIN_LEN {
                 // SAFETY: a live bytes object whose data is `cap` bytes plus a terminating NUL.
@@ -168,55 +164,6 @@ mod in_place {
                 // SAFETY: the reference this value owns, released with the GIL held.
                 Python::attach(|_| unsafe { pyo3::ffi::Py_DECREF(obj) });
             }
-        }
-    }
-}
-
-#[cfg(windows)]
-mod copied {
-    use pyo3::prelude::*;
-    use pyo3::types::PyBytes;
-
-    use crate::python::buffer::new_bytes_filled;
-    use zstdpool_core::output::Output;
-
-    /// A vector copied into a new bytes object at the end.
-    pub struct MemoryOutput(Vec<u8>);
-
-    impl MemoryOutput {
-        pub fn with_capacity(_py: Python<'_>, capacity: usize) -> PyResult<Self> {
-            Ok(MemoryOutput(Vec::with_capacity(capacity)))
-        }
-
-        pub fn finish(self, py: Python<'_>) -> PyResult<Bound<'_, PyBytes>> {
-            let data = self.0;
-            new_bytes_filled(py, data.len(), |dst, len| {
-                // SAFETY: `dst` is `len` == data.len() writable bytes of a new object.
-                unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), dst, len) };
-                Ok(())
-            })
-        }
-    }
-
-    impl Output for MemoryOutput {
-        fn len(&self) -> usize {
-            self.0.len()
-        }
-        fn capacity(&self) -> usize {
-            self.0.capacity()
-        }
-        fn try_reserve_exact(&mut self, additional: usize) -> zstdpool_core::Result<()> {
-            Output::try_reserve_exact(&mut self.0, additional)
-        }
-        fn as_ptr(&self) -> *const u8 {
-            self.0.as_ptr()
-        }
-        fn as_mut_ptr(&mut self) -> *mut u8 {
-            self.0.as_mut_ptr()
-        }
-        unsafe fn set_len(&mut self, len: usize) {
-            // SAFETY: the caller upholds Output::set_len's contract, which is Vec's.
-            unsafe { self.0.set_len(len) }
         }
     }
 }

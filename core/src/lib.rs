@@ -4,6 +4,13 @@
 //! decompress a frame safely; `ipc` adds compression as a stage over Arrow IPC message bodies;
 //! `spare`, `output`, `pages` and `parallel` are the memory and thread plumbing they share.
 //! Nothing here touches Python: the bindings crate wraps it.
+//!
+//! Linux only: path sinks work beneath a directory's descriptor (`openat`, `renameat`,
+//! `O_NOFOLLOW`), and memory hints are Linux's `madvise`. Other systems have never been built
+//! or tested, so they are refused here rather than left to fail somewhere less clear.
+
+#[cfg(not(target_os = "linux"))]
+compile_error!("zstdpool supports Linux only (see the README's \"Wheels and supported Pythons\")");
 
 pub mod alloc;
 pub mod batch_schema;

@@ -1,7 +1,8 @@
 //! A hint that a large buffer about to be filled should be backed by huge pages.
 //!
 //! A fresh allocation costs a page fault per 4 KiB page on first write: a 160 MiB
-//! decompressed body is 40,000 faults, about a sixth of the read on a small VM. Allocators
+//! decompressed body is 40,000 faults, a large share of the read (benchmarks/RESULTS.md,
+//! "Figures behind design choices"). Allocators
 //! that keep freed memory (pyarrow's mimalloc or jemalloc) mostly avoid them; glibc returns
 //! large blocks to the kernel (for reads, the pool's spares keep them: see `spare`). With
 //! transparent huge pages in `madvise` mode (the common default), asking for them turns those
@@ -10,16 +11,14 @@
 /// Below this, a system call costs more than the faults it saves.
 pub const MIN_LEN: usize = 4 << 20;
 
-#[cfg(target_os = "linux")]
 const HUGE_PAGE: usize = 2 << 20;
 
 /// Asks for huge pages on the whole 2 MiB pages within `len` bytes at `ptr`, memory that the
-/// caller owns and has not written yet. Does nothing below [`MIN_LEN`] or off Linux.
+/// caller owns and has not written yet. Does nothing below [`MIN_LEN`].
 ///
 /// Only for allocations that will not grow: advising part of a mapping splits it, and glibc
 /// can then no longer grow it in place, so a growing vector would be copied at each step.
 pub fn advise_huge_pages(ptr: *const u8, len: usize) {
-    #[cfg(target_os = "linux")]
     if len >= MIN_LEN {
         let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
         let end = (ptr as usize + len) / HUGE_PAGE * HUGE_PAGE;
@@ -31,8 +30,6 @@ pub fn advise_huge_pages(ptr: *const u8, len: usize) {
             }
         }
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (ptr, len);
 }
 
 /// As [`advise_huge_pages`], for a block that may still grow with `realloc`: `len` bytes from
@@ -44,7 +41,7 @@ pub fn advise_huge_pages(ptr: *const u8, len: usize) {
 /// Advising again after a growth that moved the block is the caller's part: `mremap` keeps
 /// the advice on a mapping it extends or moves.
 pub fn advise_huge_pages_growable(block: *const u8, len: usize) {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[cfg(target_env = "gnu")]
     if len >= MIN_LEN {
         if let Some((start, end)) = glibc_mapping(block as usize, len) {
             // SAFETY: MADV_HUGEPAGE changes how untouched pages are backed, never their
@@ -56,14 +53,14 @@ pub fn advise_huge_pages_growable(block: *const u8, len: usize) {
             }
         }
     }
-    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    #[cfg(not(target_env = "gnu"))]
     let _ = (block, len);
 }
 
 /// The mapping glibc's `malloc(len)` or `realloc(_, len)` made for `block`, if the block is
 /// where such a mapping puts it: 16 bytes in (the chunk header), the mapping being the chunk
 /// (`len` plus 8 bytes, rounded up to 16) and 8 more bytes, rounded up to a page.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(target_env = "gnu")]
 fn glibc_mapping(block: usize, len: usize) -> Option<(usize, usize)> {
     const HEADER: usize = 16;
     let page = page_size();
@@ -76,7 +73,7 @@ fn glibc_mapping(block: usize, len: usize) -> Option<(usize, usize)> {
     Some((start, start.checked_add(size)?))
 }
 
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[cfg(target_env = "gnu")]
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -101,7 +98,7 @@ mod tests {
     }
 
     /// The mappings of this process that overlap `[start, end)`, as (start, end) pairs.
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[cfg(target_env = "gnu")]
     fn mappings(start: usize, end: usize) -> Vec<(usize, usize)> {
         std::fs::read_to_string("/proc/self/maps")
             .unwrap()
@@ -119,7 +116,7 @@ mod tests {
 
     /// Sizes around page boundaries, all above glibc's largest mmap threshold (32 MiB), so
     /// that every one gets a mapping of its own.
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[cfg(target_env = "gnu")]
     fn large_sizes() -> impl Iterator<Item = usize> {
         let base = 40 << 20;
         [0, 1, 7, 8, 9, 16, 24, 25, 40, 56, 79, 80, 4095, 4096]
@@ -127,7 +124,7 @@ mod tests {
             .flat_map(move |d| [base - d, base + d])
     }
 
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[cfg(target_env = "gnu")]
     #[test]
     fn the_mapping_is_the_one_glibc_made() {
         for len in large_sizes() {
@@ -151,7 +148,7 @@ mod tests {
         assert_eq!(glibc_mapping(4096 * 100, 40 << 20), None);
     }
 
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[cfg(target_env = "gnu")]
     #[test]
     fn a_growable_block_keeps_its_mapping_whole_and_its_contents() {
         for len in large_sizes().take(6) {

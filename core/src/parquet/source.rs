@@ -24,14 +24,8 @@ impl ReadAt for File {
         Ok(self.metadata()?.len())
     }
 
-    #[cfg(unix)]
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         std::os::unix::fs::FileExt::read_at(self, buf, offset)
-    }
-
-    #[cfg(windows)]
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        std::os::windows::fs::FileExt::seek_read(self, buf, offset)
     }
 }
 

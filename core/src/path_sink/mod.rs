@@ -277,15 +277,9 @@ fn open_direct(target: &Path, resolved: &Path, meta: &std::fs::Metadata) -> io::
     })
 }
 
-#[cfg(unix)]
 fn is_fifo_or_char_device(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::FileTypeExt;
     meta.file_type().is_fifo() || meta.file_type().is_char_device()
-}
-
-#[cfg(not(unix))]
-fn is_fifo_or_char_device(_meta: &std::fs::Metadata) -> bool {
-    false
 }
 
 /// `.<name>.zstdpool-<pid>-<suffix>.tmp`: hidden (dataset readers skip dot files), and naming
@@ -311,14 +305,9 @@ fn temp_prefix(name: &OsStr) -> OsString {
         prefix.push(&s[..keep]);
         return prefix;
     }
-    #[cfg(unix)]
-    {
-        use std::os::unix::ffi::OsStrExt;
-        let b = name.as_bytes();
-        prefix.push(OsStr::from_bytes(&b[..b.len().min(NAME_KEPT)]));
-    }
-    #[cfg(not(unix))]
-    prefix.push(name);
+    use std::os::unix::ffi::OsStrExt;
+    let b = name.as_bytes();
+    prefix.push(OsStr::from_bytes(&b[..b.len().min(NAME_KEPT)]));
     prefix
 }
 
@@ -335,14 +324,10 @@ fn random_suffix() -> u64 {
     h.finish()
 }
 
-#[cfg(unix)]
 #[path = "dir_unix.rs"]
 mod dir;
-#[cfg(not(unix))]
-#[path = "dir_other.rs"]
-mod dir;
 mod stale;
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests;
 
 use dir::Dir;
