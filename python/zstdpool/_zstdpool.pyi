@@ -8,6 +8,7 @@ the TypedDicts of the dicts it returns) are marked ``@type_check_only``; import 
 from __future__ import annotations
 
 import os
+import pathlib
 from collections.abc import Iterable, Iterator
 from types import TracebackType
 from typing import Any, Literal, Protocol, TypedDict, final, type_check_only
@@ -563,7 +564,7 @@ def read_file(
 def inspect_ipc(source: _Source) -> IpcInspection: ...
 def remove_stale_temp_files(
     path: str | os.PathLike[str], *, min_age: float = 3600.0, recursive: bool = True
-) -> list[str]: ...
+) -> list[pathlib.Path]: ...
 
 @final
 class ParquetWriter(_Lifecycle):

@@ -334,6 +334,27 @@ def test_stale_temporary_files_of_a_killed_write_are_removed(tmp_path: Path) -> 
     assert temp_files(tmp_path) == [".link.zstdpool-1-0123456789abcdef.tmp", ".not-ours.tmp"]
     assert read_back(target).equals(TABLE)
     with pytest.raises(FileNotFoundError, match="cannot clean"):
-        zstdpool.remove_stale_temp_files(tmp_path / "missing")
+        zstdpool.remove_stale_temp_files(tmp_path / "missing" / "t.arrow")
     with pytest.raises(ValueError, match="min_age"):
         zstdpool.remove_stale_temp_files(tmp_path, min_age=-1)
+
+
+def test_stale_files_of_a_write_that_never_created_its_target_are_removed(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "new.parquet"
+    result = run_python(
+        f"""
+        import os, pyarrow as pa, zstdpool.parquet
+        w = zstdpool.parquet.ParquetWriter({str(target)!r}, pa.schema([("x", pa.int64())]))
+        w.write(pa.table({{"x": [1, 2, 3]}}))
+        w.flush()
+        os._exit(0)
+        """
+    )
+    assert result.returncode == 0, result.stderr
+    assert not target.exists() and len(temp_files(tmp_path)) == 1
+    removed = zstdpool.remove_stale_temp_files(target, min_age=0)
+    assert len(removed) == 1 and isinstance(removed[0], Path), removed
+    assert removed[0].parent == tmp_path and temp_files(tmp_path) == []
+    assert zstdpool.remove_stale_temp_files(target, min_age=0) == []

@@ -37,8 +37,14 @@ pub fn is_temp_name(name: &OsStr) -> bool {
 pub fn remove_stale(path: &Path, min_age: Duration, recursive: bool) -> io::Result<Vec<PathBuf>> {
     let now = SystemTime::now();
     let mut removed = Vec::new();
-    let meta = std::fs::symlink_metadata(path)?;
-    if meta.is_dir() {
+    let is_dir = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta.is_dir(),
+        // A write killed before its rename never created its target; its temporary files are
+        // still beside where the target would be.
+        Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+        Err(e) => return Err(e),
+    };
+    if is_dir {
         remove_stale_in(path, None, now, min_age, recursive, &mut removed)?;
     } else {
         let parent = match path.parent() {

@@ -138,6 +138,24 @@ fn an_abandoned_write_leaves_nothing_and_stale_files_are_found() {
 }
 
 #[test]
+fn stale_files_are_found_for_a_target_the_killed_write_never_created() {
+    let dir = tempdir("never");
+    let target = dir.join("new.parquet");
+    std::mem::forget(PathSink::create(&target, Durability::Rename).unwrap());
+    assert!(!target.exists());
+    let removed = remove_stale(&target, Duration::ZERO, false).unwrap();
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    // Nothing to find is no error; a directory that does not exist is.
+    assert!(remove_stale(&target, Duration::ZERO, false)
+        .unwrap()
+        .is_empty());
+    let err = remove_stale(&dir.join("gone").join("x"), Duration::ZERO, false).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::NotFound);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
 fn long_names_make_valid_temporary_names() {
     let long = "é".repeat(120); // 240 bytes
     let temp = temp_name(OsStr::new(&long), 7);
