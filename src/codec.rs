@@ -9,13 +9,12 @@ use pyo3::types::{PyBytes, PyList};
 use crate::buffer::{new_bytes_filled, ByteView};
 use crate::dict::dict_arg;
 use crate::held::Held;
-use crate::lifecycle::{lifecycle_methods, Lifecycle};
+use crate::lifecycle::{lifecycle_methods, Lifecycle, State};
 use crate::pool::{pool_or_default, PyContextPool};
 use zstdpool_core::codec::{plan_decompress, DecompressPlan, DEFAULT_MAX_OUTPUT_SIZE};
 use zstdpool_core::context::{
     CompressParams, Compressor, DecompressParams, Decompressor, DEFAULT_LEVEL,
 };
-use zstdpool_core::error::Error;
 use zstdpool_core::parallel::{for_each_parallel, resolve_threads};
 use zstdpool_core::params;
 use zstdpool_core::pool::Lease;
@@ -263,12 +262,8 @@ impl Lifecycle for PyCompressor {
     const WHAT: &'static str = "Compressor";
     const NOT_PICKLED: &'static str = LEASE;
 
-    fn is_closed(&self) -> bool {
-        self.lease.is_closed()
-    }
-
-    fn check_open(&self) -> PyResult<()> {
-        self.lease.check_open()
+    fn state(&self) -> &dyn State {
+        &self.lease
     }
 
     fn close(&self, _py: Python<'_>) -> PyResult<()> {
@@ -347,12 +342,8 @@ impl Lifecycle for PyDecompressor {
     const WHAT: &'static str = "Decompressor";
     const NOT_PICKLED: &'static str = LEASE;
 
-    fn is_closed(&self) -> bool {
-        self.lease.is_closed()
-    }
-
-    fn check_open(&self) -> PyResult<()> {
-        self.lease.check_open()
+    fn state(&self) -> &dyn State {
+        &self.lease
     }
 
     fn close(&self, _py: Python<'_>) -> PyResult<()> {
@@ -382,15 +373,6 @@ fn views(buffers: &Bound<'_, PyAny>) -> PyResult<Vec<ByteView>> {
 }
 
 /// Tags an error with the index of the input that caused it.
-fn at_index(i: usize, e: Error) -> Error {
-    match e {
-        Error::Corrupt(m) => Error::Corrupt(format!("buffers[{i}]: {m}")),
-        Error::Limit(m) => Error::Limit(format!("buffers[{i}]: {m}")),
-        Error::Compress(m) => Error::Compress(format!("buffers[{i}]: {m}")),
-        other => other,
-    }
-}
-
 /// Compresses many buffers in one call, in parallel on `threads` threads (default: as many
 /// as help for the total size), each with its own pooled context. Returns a list of frames in
 /// input order, each exactly sized.
@@ -432,7 +414,7 @@ pub fn compress_many<'py>(
                 |c, i, src| {
                     c.compress_to_scratch(src)
                         .map(<[u8]>::to_vec)
-                        .map_err(|e| at_index(i, e))
+                        .map_err(|e| e.at(format_args!("buffers[{i}]")))
                 },
             )
         })
@@ -483,7 +465,7 @@ pub fn decompress_many<'py>(
                         }
                         DecompressPlan::Streaming => d.decompress_streaming(src, max_output_size),
                     };
-                    run().map_err(|e| at_index(i, e))
+                    run().map_err(|e| e.at(format_args!("buffers[{i}]")))
                 },
             )
         })

@@ -7,7 +7,7 @@ use pyo3::types::{PyDict, PyList};
 
 use crate::buffer::type_name;
 use crate::errors;
-use crate::errors::{IntoPyErr as _, OrRaise as _};
+use crate::errors::OrRaise as _;
 use crate::input::{to_input, Failure};
 use crate::io::{as_path, unwrap_py_error};
 use crate::ipc_writer::durability;
@@ -15,10 +15,7 @@ use crate::pool::{pool_or_default, PyContextPool};
 use zstdpool_core::dataset::{
     DatasetOptions, DatasetWriter, ExistingData, FileFormat, WrittenFile,
 };
-use zstdpool_core::error::Error;
-use zstdpool_core::ipc::{Compression, WriterOptions};
 use zstdpool_core::params;
-use zstdpool_core::parquet::{PageCodec, PerColumn, WriteOptions};
 
 /// The partition columns: a list of names, or a pyarrow Hive `Partitioning` (its schema's).
 fn partition_columns(partitioning: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
@@ -45,38 +42,21 @@ fn partition_columns(partitioning: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<St
     )))
 }
 
-fn file_format(
+/// Checks `write_dataset`'s format, compression, level and existing_data_behavior as
+/// `write_dataset` does, and returns the format's file extension: for
+/// `zstdpool.dask.to_dataset`, which checks them on the client before any worker writes.
+#[pyfunction]
+#[pyo3(signature = (format, existing_data_behavior, compression="zstd", level=None))]
+pub fn _check_dataset_options(
     format: &str,
+    existing_data_behavior: &str,
     compression: Option<&str>,
     level: Option<i64>,
-) -> PyResult<FileFormat> {
-    match format.to_ascii_lowercase().as_str() {
-        "parquet" => Ok(FileFormat::Parquet(WriteOptions {
-            compression: PerColumn::all(PageCodec::from_name(compression, level).or_raise()?),
-            ..Default::default()
-        })),
-        "ipc" | "arrow" | "feather" => Ok(FileFormat::Ipc(WriterOptions {
-            compression: Compression::from_name(compression, level).or_raise()?,
-            ..Default::default()
-        })),
-        other => Err(Error::Parameter(format!(
-            "unknown format {other:?}: use \"parquet\" or \"ipc\" (also \"arrow\", \"feather\")"
-        ))
-        .into_py_err()),
-    }
-}
-
-fn existing(behavior: &str) -> PyResult<ExistingData> {
-    match behavior {
-        "error" => Ok(ExistingData::Error),
-        "overwrite_or_ignore" => Ok(ExistingData::OverwriteOrIgnore),
-        "delete_matching" => Ok(ExistingData::DeleteMatching),
-        other => Err(Error::Parameter(format!(
-            "existing_data_behavior must be \"error\", \"overwrite_or_ignore\" or \
-             \"delete_matching\", not {other:?}"
-        ))
-        .into_py_err()),
-    }
+) -> PyResult<&'static str> {
+    ExistingData::from_name(existing_data_behavior).or_raise()?;
+    Ok(FileFormat::from_name(format, compression, level)
+        .or_raise()?
+        .extension())
 }
 
 fn files_list<'py>(py: Python<'py>, files: &[WrittenFile]) -> PyResult<Bound<'py, PyList>> {
@@ -142,9 +122,9 @@ pub fn write_dataset<'py>(
     })?;
     let options = DatasetOptions {
         partitioning: partition_columns(partitioning)?,
-        format: file_format(format, compression, level)?,
+        format: FileFormat::from_name(format, compression, level).or_raise()?,
         basename_template,
-        existing_data: existing(existing_data_behavior)?,
+        existing_data: ExistingData::from_name(existing_data_behavior).or_raise()?,
         max_open_files: params::count("max_open_files", max_open_files).or_raise()?,
         max_rows_per_file: max_rows_per_file
             .map(|n| params::count("max_rows_per_file", n))

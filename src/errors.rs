@@ -1,6 +1,7 @@
 //! The one place the extension builds Python exceptions. Core errors become exceptions in
-//! `From<Error> for PyErr`; every other exception the bindings raise is made by one of the
-//! functions below, so that the same kind of problem raises the same class everywhere.
+//! [`from_core`] (and [`from_core_in`], for errors met inside a data format); every other
+//! exception the bindings raise is made by one of the functions below, so that the same kind
+//! of problem raises the same class everywhere.
 //! The package's own classes live in `zstdpool/errors.py` (they subclass both `ZstdError` and
 //! a built-in) and are imported once, on first use.
 

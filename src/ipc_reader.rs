@@ -14,7 +14,7 @@ use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
 use crate::held::Held;
 use crate::io::unwrap_py_error_in;
 use crate::ipc_options::{to_key_value_metadata, ReadSettings};
-use crate::lifecycle::{lifecycle_methods, Lifecycle, OPEN_SOURCE};
+use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::InputSource;
 use zstdpool_core::error::{Error, Result};
@@ -162,10 +162,11 @@ impl PyIpcStreamReader {
     }
 }
 
-/// The stream and the file reader's constructors, written once: pyarrow's arguments (`source`,
-/// the file reader's `footer_offset`, `options`, `memory_pool`), then zstdpool's limits,
-/// threads and pool, gathered into an [`Opening`] for the class's own `open`.
-macro_rules! ipc_reader_new {
+/// What the stream and the file reader share, written once: the constructor, with pyarrow's
+/// arguments (`source`, the file reader's `footer_offset`, `options`, `memory_pool`), then
+/// zstdpool's limits, threads and pool, gathered into an [`Opening`] for the class's own
+/// `open`; and `stats`.
+macro_rules! ipc_reader_shared {
     ($class:ty $(, $footer_offset:ident)?) => {
         #[pymethods]
         impl $class {
@@ -193,24 +194,24 @@ macro_rules! ipc_reader_new {
                 )?;
                 Self::open(py, opening, $($footer_offset,)? pool_or_default(pool))
             }
+
+            /// What has been read so far, as a `ReadStats` (pyarrow's fields).
+            #[getter]
+            fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                let reader = self.reader.take()?;
+                let stats = reader.stats();
+                drop(reader);
+                read_stats(py, stats)
+            }
         }
     };
 }
 
-ipc_reader_new!(PyIpcStreamReader);
-ipc_reader_new!(PyIpcFileReader, footer_offset);
+ipc_reader_shared!(PyIpcStreamReader);
+ipc_reader_shared!(PyIpcFileReader, footer_offset);
 
 #[pymethods]
 impl PyIpcStreamReader {
-    /// What has been read so far, as a `ReadStats` (pyarrow's fields).
-    #[getter]
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let reader = self.reader.take()?;
-        let stats = reader.stats();
-        drop(reader);
-        read_stats(py, stats)
-    }
-
     /// The rows of the remaining batches, counted from their headers without decompressing
     /// a body. The stream is consumed.
     fn count_rows(&self, py: Python<'_>) -> PyResult<u64> {
@@ -300,12 +301,8 @@ impl Lifecycle for PyIpcStreamReader {
     const WHAT: &'static str = "RecordBatchStreamReader";
     const NOT_PICKLED: &'static str = OPEN_SOURCE;
 
-    fn is_closed(&self) -> bool {
-        self.reader.is_closed()
-    }
-
-    fn check_open(&self) -> PyResult<()> {
-        self.reader.check_open()
+    fn state(&self) -> &dyn State {
+        &self.reader
     }
 
     fn close(&self, _py: Python<'_>) -> PyResult<()> {
@@ -382,13 +379,10 @@ impl PyIpcFileReader {
                  read the data into bytes first, or use open_stream for IPC streams",
             ));
         }
-        let end = match footer_offset {
-            Some(n) => Some(u64::try_from(n).map_err(|_| {
-                Error::Parameter(format!("footer_offset must not be negative, not {n}"))
-                    .into_py_err()
-            })?),
-            None => None,
-        };
+        let end = footer_offset
+            .map(|n| params::size("footer_offset", n).map(|n| n as u64))
+            .transpose()
+            .or_raise()?;
         let reader = py
             .detach(|| {
                 let mut reader = FileReader::try_new_ending_at(input, end, limits, pool, threads)?;
@@ -424,15 +418,6 @@ impl PyIpcFileReader {
 
 #[pymethods]
 impl PyIpcFileReader {
-    /// What has been read so far, as a `ReadStats` (pyarrow's fields).
-    #[getter]
-    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let reader = self.reader.take()?;
-        let stats = reader.stats();
-        drop(reader);
-        read_stats(py, stats)
-    }
-
     /// The rows of every batch, counted from the batches' headers without reading a body.
     fn count_rows(&self, py: Python<'_>) -> PyResult<u64> {
         let mut reader = self.reader.take()?;
@@ -532,12 +517,8 @@ impl Lifecycle for PyIpcFileReader {
     const WHAT: &'static str = "RecordBatchFileReader";
     const NOT_PICKLED: &'static str = OPEN_SOURCE;
 
-    fn is_closed(&self) -> bool {
-        self.reader.is_closed()
-    }
-
-    fn check_open(&self) -> PyResult<()> {
-        self.reader.check_open()
+    fn state(&self) -> &dyn State {
+        &self.reader
     }
 
     fn close(&self, _py: Python<'_>) -> PyResult<()> {

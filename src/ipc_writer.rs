@@ -16,7 +16,7 @@ use crate::errors;
 use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
 use crate::ipc_options::{key_values, WriteSettings};
-use crate::lifecycle::{lifecycle_methods, Lifecycle, UNWRITTEN};
+use crate::lifecycle::{lifecycle_methods, Lifecycle, State, UNWRITTEN};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::sink::Sink;
 use zstdpool_core::error::Error;
@@ -321,16 +321,10 @@ impl PyIpcWriter {
         table: &Bound<'_, PyAny>,
         max_chunksize: Option<i64>,
     ) -> PyResult<()> {
-        let max_rows = match max_chunksize {
-            Some(n) if n <= 0 => {
-                return Err(
-                    Error::Parameter(format!("max_chunksize must be at least 1, not {n}"))
-                        .into_py_err(),
-                )
-            }
-            Some(n) => Some(usize::try_from(n).unwrap_or(usize::MAX)),
-            None => None,
-        };
+        let max_rows = max_chunksize
+            .map(|n| params::positive("max_chunksize", n))
+            .transpose()
+            .or_raise()?;
         self.write_data(py, table, max_rows, &[])
     }
 
@@ -409,12 +403,8 @@ impl Lifecycle for PyIpcWriter {
     const WHAT: &'static str = "IPC writer";
     const NOT_PICKLED: &'static str = UNWRITTEN;
 
-    fn is_closed(&self) -> bool {
-        self.open.is_closed()
-    }
-
-    fn check_open(&self) -> PyResult<()> {
-        self.open.check_open()
+    fn state(&self) -> &dyn State {
+        &self.open
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
@@ -631,87 +621,68 @@ fn write_all<'py>(
     }
 }
 
-/// Writes `data` (a table, batch, reader, DataFrame or Arrow PyCapsule object) as one Arrow
-/// IPC stream. Returns the bytes when `sink` is None; otherwise writes to the path or file
-/// object and returns None.
-///
-/// A path sink is written under a hidden temporary name beside it and renamed into place
-/// when the output is complete, so a failed write leaves nothing under its name and a crash
-/// of the process leaves the old file or the new one whole. With `fsync=True` the file and its
-/// directory are synced as well: once the output is complete it survives a power loss (without,
-/// as in pyarrow and polars, a power loss soon after may leave an empty or partial file).
-#[pyfunction]
-#[pyo3(
-    signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
-)]
-#[allow(clippy::too_many_arguments)]
-pub fn write_stream<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-    sink: Option<&Bound<'py, PyAny>>,
-    compression: Option<&str>,
-    level: Option<i64>,
-    threads: Option<i64>,
-    dictionary_deltas: bool,
-    fsync: bool,
-    pool: Option<&Bound<'py, PyContextPool>>,
-) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let options = writer_options(
-        IpcFormat::Stream,
-        compression,
-        level,
-        threads,
-        dictionary_deltas,
-        None,
-    )?;
-    write_all(
-        py,
-        data,
-        sink,
-        options,
-        durability(fsync),
-        pool_or_default(pool),
-    )
+/// `write_stream` and `write_file`: one definition makes both, differing only in their format
+/// and, for `write_file`, a `metadata` argument for the footer.
+macro_rules! ipc_write_function {
+    ($(#[doc = $doc:literal])* $name:ident, $format:expr $(, $metadata:ident)?) => {
+        $(#[doc = $doc])*
+        ///
+        /// A path sink is written under a hidden temporary name beside it and renamed into
+        /// place when the output is complete, so a failed write leaves nothing under its name
+        /// and a crash of the process leaves the old file or the new one whole. With
+        /// `fsync=True` the file and its directory are synced as well: once the output is
+        /// complete it survives a power loss (without, as in pyarrow and polars, a power loss
+        /// soon after may leave an empty or partial file).
+        #[pyfunction]
+        #[pyo3(
+            signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, $($metadata=None,)? fsync=false, pool=None)
+        )]
+        #[allow(clippy::too_many_arguments)]
+        pub fn $name<'py>(
+            py: Python<'py>,
+            data: &Bound<'py, PyAny>,
+            sink: Option<&Bound<'py, PyAny>>,
+            compression: Option<&str>,
+            level: Option<i64>,
+            threads: Option<i64>,
+            dictionary_deltas: bool,
+            $($metadata: Option<&Bound<'py, PyAny>>,)?
+            fsync: bool,
+            pool: Option<&Bound<'py, PyContextPool>>,
+        ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+            let footer: Option<&Bound<'_, PyAny>> = None $(.or($metadata))?;
+            let options = writer_options(
+                $format,
+                compression,
+                level,
+                threads,
+                dictionary_deltas,
+                footer_metadata(footer)?,
+            )?;
+            write_all(
+                py,
+                data,
+                sink,
+                options,
+                durability(fsync),
+                pool_or_default(pool),
+            )
+        }
+    };
 }
 
-/// Writes `data` as one Arrow IPC file (Feather v2). Returns the bytes when `sink` is None.
-///
-/// A path sink is written under a hidden temporary name beside it and renamed into place
-/// when the output is complete, so a failed write leaves nothing under its name and a crash
-/// of the process leaves the old file or the new one whole. With `fsync=True` the file and its
-/// directory are synced as well: once the output is complete it survives a power loss (without,
-/// as in pyarrow and polars, a power loss soon after may leave an empty or partial file).
-#[pyfunction]
-#[pyo3(
-    signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, metadata=None, fsync=false, pool=None)
-)]
-#[allow(clippy::too_many_arguments)]
-pub fn write_file<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
-    sink: Option<&Bound<'py, PyAny>>,
-    compression: Option<&str>,
-    level: Option<i64>,
-    threads: Option<i64>,
-    dictionary_deltas: bool,
-    metadata: Option<&Bound<'py, PyAny>>,
-    fsync: bool,
-    pool: Option<&Bound<'py, PyContextPool>>,
-) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let options = writer_options(
-        IpcFormat::File,
-        compression,
-        level,
-        threads,
-        dictionary_deltas,
-        footer_metadata(metadata)?,
-    )?;
-    write_all(
-        py,
-        data,
-        sink,
-        options,
-        durability(fsync),
-        pool_or_default(pool),
-    )
-}
+ipc_write_function!(
+    /// Writes `data` (a table, batch, reader, DataFrame or Arrow PyCapsule object) as one Arrow
+    /// IPC stream. Returns the bytes when `sink` is None; otherwise writes to the path or file
+    /// object and returns None.
+    write_stream,
+    IpcFormat::Stream
+);
+
+ipc_write_function!(
+    /// Writes `data` as one Arrow IPC file (Feather v2). Returns the bytes when `sink` is None.
+    /// `metadata` (a dict or `pyarrow.KeyValueMetadata`) goes in the footer.
+    write_file,
+    IpcFormat::File,
+    metadata
+);

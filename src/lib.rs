@@ -76,6 +76,7 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parquet_reader::read_table, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_reader::read_schema, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::write_dataset, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::_check_dataset_options, m)?)?;
     Ok(())
 }
 

@@ -7,6 +7,8 @@
 
 use pyo3::prelude::*;
 
+use crate::held::Held;
+
 /// Why a reader cannot be pickled.
 pub const OPEN_SOURCE: &str = "it holds an open source, which another process may not reach; \
                                send its path or its bytes and open it there";
@@ -15,6 +17,23 @@ pub const OPEN_SOURCE: &str = "it holds an open source, which another process ma
 pub const UNWRITTEN: &str = "it holds an open sink and state not yet written; write where the \
                              data is, or send the data";
 
+/// Open or closed: what a [`Held`] value (a lease, a writer, a reader) knows of itself.
+pub trait State {
+    fn is_closed(&self) -> bool;
+    /// Ok while open, else the error a closed object raises.
+    fn check_open(&self) -> PyResult<()>;
+}
+
+impl<T> State for Held<T> {
+    fn is_closed(&self) -> bool {
+        Held::is_closed(self)
+    }
+
+    fn check_open(&self) -> PyResult<()> {
+        Held::check_open(self)
+    }
+}
+
 /// What a class tells the shared methods about itself.
 pub trait Lifecycle {
     /// What it is in a pickling error ("Compressor", "IPC writer").
@@ -22,10 +41,16 @@ pub trait Lifecycle {
     /// Why it cannot be pickled, and what to send instead.
     const NOT_PICKLED: &'static str;
 
+    /// Where it keeps what it holds, which knows whether that is closed.
+    fn state(&self) -> &dyn State;
     /// Whether it is closed.
-    fn is_closed(&self) -> bool;
+    fn is_closed(&self) -> bool {
+        self.state().is_closed()
+    }
     /// Ok while open, else the error a closed object raises (for `__enter__`).
-    fn check_open(&self) -> PyResult<()>;
+    fn check_open(&self) -> PyResult<()> {
+        self.state().check_open()
+    }
     /// Releases what it holds (a writer completes its output first). Idempotent.
     fn close(&self, py: Python<'_>) -> PyResult<()>;
     /// What leaving a `with` block that raised does: the same as `close` unless the class

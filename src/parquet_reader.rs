@@ -14,7 +14,7 @@ use crate::errors::OrRaise as _;
 use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
 use crate::held::Held;
 use crate::io::unwrap_py_error_in;
-use crate::lifecycle::{lifecycle_methods, Lifecycle, OPEN_SOURCE};
+use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::parquet_source;
 use zstdpool_core::error::{Error, Result};
@@ -205,10 +205,8 @@ impl PyParquetFile {
     }
 }
 
-impl Lifecycle for PyParquetFile {
-    const WHAT: &'static str = "ParquetFile";
-    const NOT_PICKLED: &'static str = OPEN_SOURCE;
-
+/// A file is open while it holds its source (a lock rather than a `Held`, since reads share it).
+impl State for PyParquetFile {
     fn is_closed(&self) -> bool {
         self.file
             .read()
@@ -218,6 +216,15 @@ impl Lifecycle for PyParquetFile {
 
     fn check_open(&self) -> PyResult<()> {
         self.file().map(drop)
+    }
+}
+
+impl Lifecycle for PyParquetFile {
+    const WHAT: &'static str = "ParquetFile";
+    const NOT_PICKLED: &'static str = OPEN_SOURCE;
+
+    fn state(&self) -> &dyn State {
+        self
     }
 
     fn close(&self, _py: Python<'_>) -> PyResult<()> {

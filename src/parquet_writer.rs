@@ -14,7 +14,7 @@ use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
 use crate::io::unwrap_py_error;
 use crate::ipc_writer::durability;
-use crate::lifecycle::{lifecycle_methods, Lifecycle, UNWRITTEN};
+use crate::lifecycle::{lifecycle_methods, Lifecycle, State, UNWRITTEN};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::sink::{Sink, SinkWriter};
 use zstdpool_core::error::Error;
@@ -73,25 +73,26 @@ fn column_name(key: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     })
 }
 
-/// The `compression` argument: zstd when not given (a default pyo3 cannot spell as a literal,
-/// since the argument also takes a dict), else what was given.
-pub enum CodecArg<'py> {
-    Zstd,
+/// An argument whose default pyo3 cannot spell as a literal, since the argument takes a str or
+/// a bool as well as a dict or a list: `compression` (zstd when not given), `use_dictionary`
+/// and `write_statistics` (True when not given).
+pub enum Defaulted<'py> {
+    Default,
     Given(Bound<'py, PyAny>),
 }
 
-impl<'a, 'py> FromPyObject<'a, 'py> for CodecArg<'py> {
+impl<'a, 'py> FromPyObject<'a, 'py> for Defaulted<'py> {
     type Error = PyErr;
 
     fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        Ok(CodecArg::Given(obj.to_owned()))
+        Ok(Defaulted::Given(obj.to_owned()))
     }
 }
 
 /// `compression`: a codec name or None for every column, or a dict of column names to codecs
 /// (columns it does not name are uncompressed, as in pyarrow).
 fn codecs(
-    compression: &CodecArg<'_>,
+    compression: &Defaulted<'_>,
     level: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PerColumn<PageCodec>> {
     let levels = Levels::parse(level)?;
@@ -110,9 +111,9 @@ fn codecs(
         Ok(all)
     };
     let compression = match compression {
-        CodecArg::Zstd => return every(Some("zstd")),
-        CodecArg::Given(c) if c.is_none() => return every(None),
-        CodecArg::Given(c) => c,
+        Defaulted::Default => return every(Some("zstd")),
+        Defaulted::Given(c) if c.is_none() => return every(None),
+        Defaulted::Given(c) => c,
     };
     if let Ok(name) = compression.cast::<PyString>() {
         return every(Some(name.to_str()?));
@@ -141,23 +142,10 @@ fn codecs(
 
 /// `use_dictionary` and `write_statistics`: True (the default) or False for every column, or a
 /// list of the columns that get it (the others do not), as in pyarrow.
-pub enum Switch<'py> {
-    On,
-    Given(Bound<'py, PyAny>),
-}
-
-impl<'a, 'py> FromPyObject<'a, 'py> for Switch<'py> {
-    type Error = PyErr;
-
-    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        Ok(Switch::Given(obj.to_owned()))
-    }
-}
-
-fn switches(value: &Switch<'_>, what: &str) -> PyResult<PerColumn<bool>> {
+fn switches(value: &Defaulted<'_>, what: &str) -> PyResult<PerColumn<bool>> {
     let value = match value {
-        Switch::On => return Ok(PerColumn::all(true)),
-        Switch::Given(v) => v,
+        Defaulted::Default => return Ok(PerColumn::all(true)),
+        Defaulted::Given(v) => v,
     };
     if let Ok(on) = value.extract::<bool>() {
         return Ok(PerColumn::all(on));
@@ -185,11 +173,11 @@ fn switches(value: &Switch<'_>, what: &str) -> PyResult<PerColumn<bool>> {
 /// The options every Parquet writer takes, checked.
 #[allow(clippy::too_many_arguments)]
 pub fn write_options(
-    compression: &CodecArg<'_>,
+    compression: &Defaulted<'_>,
     compression_level: Option<&Bound<'_, PyAny>>,
     row_group_size: Option<i64>,
-    use_dictionary: &Switch<'_>,
-    write_statistics: &Switch<'_>,
+    use_dictionary: &Defaulted<'_>,
+    write_statistics: &Defaulted<'_>,
     data_page_size: Option<i64>,
     data_page_version: &str,
     threads: Option<i64>,
@@ -200,23 +188,14 @@ pub fn write_options(
         dictionary: switches(use_dictionary, "use_dictionary")?,
         statistics: switches(write_statistics, "write_statistics")?,
         row_group_size: match row_group_size {
-            Some(n) => params::count("row_group_size", n).or_raise()?,
+            Some(n) => params::positive("row_group_size", n).or_raise()?,
             None => defaults.row_group_size,
         },
         data_page_size: data_page_size
             .map(|n| params::size("data_page_size", n))
             .transpose()
             .or_raise()?,
-        page_version: match data_page_version {
-            "1.0" => PageVersion::V1,
-            "2.0" => PageVersion::V2,
-            other => {
-                return Err(Error::Parameter(format!(
-                    "data_page_version must be \"1.0\" or \"2.0\", not {other:?}"
-                ))
-                .into_py_err())
-            }
-        },
+        page_version: PageVersion::from_name(data_page_version).or_raise()?,
         threads: params::threads(threads).or_raise()?,
         metadata: Vec::new(),
     })
@@ -275,14 +254,9 @@ impl PyParquetWriter {
         row_group_size: Option<i64>,
     ) -> PyResult<()> {
         let rows = row_group_size
-            .map(|n| params::count("row_group_size", n))
+            .map(|n| params::positive("row_group_size", n))
             .transpose()
             .or_raise()?;
-        if rows == Some(0) {
-            return Err(
-                Error::Parameter("row_group_size must be at least 1 row".into()).into_py_err(),
-            );
-        }
         let input = to_input(data)?;
         let mut taken = self.writer.take()?;
         let writer: &mut Writer = &mut taken;
@@ -318,17 +292,17 @@ impl PyParquetWriter {
 impl PyParquetWriter {
     /// Opens a writer on `where` (a path or a binary file object) for data of `schema`.
     #[new]
-    #[pyo3(signature = (r#where, schema, *, compression=CodecArg::Zstd, compression_level=None, row_group_size=None, use_dictionary=Switch::On, write_statistics=Switch::On, data_page_size=None, data_page_version="1.0", threads=None, fsync=false, pool=None))]
+    #[pyo3(signature = (r#where, schema, *, compression=Defaulted::Default, compression_level=None, row_group_size=None, use_dictionary=Defaulted::Default, write_statistics=Defaulted::Default, data_page_size=None, data_page_version="1.0", threads=None, fsync=false, pool=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         r#where: &Bound<'_, PyAny>,
         schema: &Bound<'_, PyAny>,
-        compression: CodecArg<'_>,
+        compression: Defaulted<'_>,
         compression_level: Option<&Bound<'_, PyAny>>,
         row_group_size: Option<i64>,
-        use_dictionary: Switch<'_>,
-        write_statistics: Switch<'_>,
+        use_dictionary: Defaulted<'_>,
+        write_statistics: Defaulted<'_>,
         data_page_size: Option<i64>,
         data_page_version: &str,
         threads: Option<i64>,
@@ -451,12 +425,8 @@ impl Lifecycle for PyParquetWriter {
     const WHAT: &'static str = "ParquetWriter";
     const NOT_PICKLED: &'static str = UNWRITTEN;
 
-    fn is_closed(&self) -> bool {
-        self.writer.is_closed()
-    }
-
-    fn check_open(&self) -> PyResult<()> {
-        self.writer.check_open()
+    fn state(&self) -> &dyn State {
+        &self.writer
     }
 
     fn close(&self, py: Python<'_>) -> PyResult<()> {
@@ -547,17 +517,17 @@ fn write_all<'py>(
 /// hidden temporary name and renamed into place when complete; `fsync=True` also syncs the file
 /// and its directory, so that the file survives a power loss once the call returns.
 #[pyfunction]
-#[pyo3(signature = (data, r#where=None, *, compression=CodecArg::Zstd, compression_level=None, row_group_size=None, use_dictionary=Switch::On, write_statistics=Switch::On, data_page_size=None, data_page_version="1.0", threads=None, fsync=false, pool=None))]
+#[pyo3(signature = (data, r#where=None, *, compression=Defaulted::Default, compression_level=None, row_group_size=None, use_dictionary=Defaulted::Default, write_statistics=Defaulted::Default, data_page_size=None, data_page_version="1.0", threads=None, fsync=false, pool=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_table<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     r#where: Option<&Bound<'py, PyAny>>,
-    compression: CodecArg<'py>,
+    compression: Defaulted<'py>,
     compression_level: Option<&Bound<'py, PyAny>>,
     row_group_size: Option<i64>,
-    use_dictionary: Switch<'py>,
-    write_statistics: Switch<'py>,
+    use_dictionary: Defaulted<'py>,
+    write_statistics: Defaulted<'py>,
     data_page_size: Option<i64>,
     data_page_version: &str,
     threads: Option<i64>,

@@ -34,10 +34,11 @@ pub enum Error {
 impl Error {
     /// The same error with `at` (where it happened: "record batch 3", "column 2 ('x')") in
     /// front of its message: the one way the core adds a location to a message. Errors that
-    /// carry no message of the core's own (memory, zstd internals, I/O) are kept as they are.
+    /// carry no message of the core's own (memory, I/O) are kept as they are.
     pub fn at(self, at: impl std::fmt::Display) -> Error {
         match self {
             Error::Corrupt(m) => Error::Corrupt(format!("{at}: {m}")),
+            Error::Compress(m) => Error::Compress(format!("{at}: {m}")),
             Error::Limit(m) => Error::Limit(format!("{at}: {m}")),
             Error::Ipc(m) => Error::Ipc(format!("{at}: {m}")),
             Error::Parquet(m) => Error::Parquet(format!("{at}: {m}")),
@@ -132,7 +133,7 @@ impl From<::parquet::errors::ParquetError> for Error {
 
 impl Error {
     /// An Arrow-side error met while reading or writing Parquet, as a Parquet error.
-    fn into_parquet(self) -> Error {
+    pub(crate) fn into_parquet(self) -> Error {
         match self {
             Error::Ipc(m) => Error::Parquet(m),
             other => other,

@@ -7,6 +7,36 @@ use std::time::Duration;
 use crate::context::{max_level, min_level, WINDOW_LOG_MAX, WINDOW_LOG_MIN};
 use crate::error::{Error, Result};
 
+/// A string option that takes one of a few names, each with its aliases (the first is the one
+/// shown): the one parser and the one wording for every such option, `{name} must be "a", "b"
+/// or "c", not "x"` (with `or None` where None is taken too, which the caller handles). Names
+/// compare as given; the caller lowercases a case-insensitive option first.
+pub fn choice<T: Copy>(
+    name: &str,
+    value: &str,
+    choices: &[(&[&str], T)],
+    or_none: bool,
+) -> Result<T> {
+    if let Some((_, chosen)) = choices.iter().find(|(names, _)| names.contains(&value)) {
+        return Ok(*chosen);
+    }
+    let mut shown: Vec<String> = choices
+        .iter()
+        .filter_map(|(names, _)| names.first().map(|n| format!("{n:?}")))
+        .collect();
+    if or_none {
+        shown.push("None".into());
+    }
+    let listed = match shown.split_last() {
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
+    };
+    Err(Error::Parameter(format!(
+        "{name} must be {listed}, not {value:?}"
+    )))
+}
+
 /// A zstd level (range-checked again by [`crate::CompressParams::validate`]).
 pub fn level(v: i64) -> Result<i32> {
     i32::try_from(v).map_err(|_| {
@@ -46,6 +76,16 @@ pub fn size(name: &str, v: i64) -> Result<usize> {
 pub fn count(name: &str, v: i64) -> Result<usize> {
     usize::try_from(v)
         .map_err(|_| Error::Parameter(format!("{name} must be a non-negative count, not {v}")))
+}
+
+/// A count that must be at least 1 (rows per group, per batch).
+pub fn positive(name: &str, v: i64) -> Result<usize> {
+    match usize::try_from(v) {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(Error::Parameter(format!(
+            "{name} must be at least 1, not {v}"
+        ))),
+    }
 }
 
 /// A thread count: None chooses by size, otherwise at least 1.
@@ -116,5 +156,30 @@ mod tests {
             timeout("spare_timeout", Some(0.5)).unwrap(),
             Some(Duration::from_millis(500))
         );
+        assert_eq!(positive("row_group_size", 3).unwrap(), 3);
+        for bad in [0, -1, i64::MIN] {
+            let err = positive("row_group_size", bad).unwrap_err().to_string();
+            assert_eq!(err, format!("row_group_size must be at least 1, not {bad}"));
+        }
+    }
+
+    #[test]
+    fn a_choice_has_one_wording_whatever_the_option() {
+        let choices: &[(&[&str], u8)] = &[(&["a", "alias"], 1), (&["b"], 2), (&["c"], 3)];
+        assert_eq!(choice("opt", "alias", choices, false).unwrap(), 1);
+        assert_eq!(choice("opt", "c", choices, false).unwrap(), 3);
+        let err = choice("opt", "d", choices, false).unwrap_err().to_string();
+        assert_eq!(err, r#"opt must be "a", "b" or "c", not "d""#);
+        let err = choice("compression", "lzo", choices, true)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            r#"compression must be "a", "b", "c" or None, not "lzo""#
+        );
+        let err = choice("one", "x", &[(&["only"], ())], false)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(err, r#"one must be "only", not "x""#);
     }
 }

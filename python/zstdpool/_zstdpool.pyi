@@ -38,6 +38,7 @@ __all__ = [
     "ParquetBatches",
     "__version__",
     "_resolve_threads",
+    "_check_dataset_options",
     "compress",
     "compress_many",
     "compressor",
@@ -690,3 +691,9 @@ def write_dataset(
     fsync: bool = False,
     pool: ContextPool | None = None,
 ) -> list[WrittenFile]: ...
+def _check_dataset_options(
+    format: str,
+    existing_data_behavior: str,
+    compression: str | None = "zstd",
+    level: int | None = None,
+) -> str: ...

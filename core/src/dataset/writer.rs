@@ -15,9 +15,9 @@ use arrow_schema::SchemaRef;
 use super::partition::{Part, Partitioner};
 use crate::batch_schema::check_schema;
 use crate::error::{catch_panics, path_error, Error, Result};
-use crate::ipc::{IpcFormat, IpcWriter, WriterOptions};
+use crate::ipc::{Compression, IpcFormat, IpcWriter, WriterOptions};
 use crate::parallel::{for_each_parallel, resolve_threads};
-use crate::parquet::{ParquetWriter, WriteOptions};
+use crate::parquet::{PageCodec, ParquetWriter, PerColumn, WriteOptions};
 use crate::path_sink::{Durability, PathSink};
 use crate::pool::ContextPool;
 
@@ -30,7 +30,37 @@ pub enum FileFormat {
 }
 
 impl FileFormat {
-    fn extension(&self) -> &'static str {
+    /// The format named `name` (case-insensitive: "parquet", or "ipc", "arrow" or "feather"
+    /// for Arrow IPC files), with `compression` and `level` as that format takes them.
+    pub fn from_name(name: &str, compression: Option<&str>, level: Option<i64>) -> Result<Self> {
+        #[derive(Clone, Copy)]
+        enum Named {
+            Parquet,
+            Ipc,
+        }
+        let named = crate::params::choice(
+            "format",
+            &name.to_ascii_lowercase(),
+            &[
+                (&["parquet"], Named::Parquet),
+                (&["ipc", "arrow", "feather"], Named::Ipc),
+            ],
+            false,
+        )?;
+        Ok(match named {
+            Named::Parquet => FileFormat::Parquet(WriteOptions {
+                compression: PerColumn::all(PageCodec::from_name(compression, level)?),
+                ..Default::default()
+            }),
+            Named::Ipc => FileFormat::Ipc(WriterOptions {
+                compression: Compression::from_name(compression, level)?,
+                ..Default::default()
+            }),
+        })
+    }
+
+    /// The file name extension of the format's files.
+    pub fn extension(&self) -> &'static str {
         match self {
             FileFormat::Parquet(_) => "parquet",
             FileFormat::Ipc(_) => "arrow",
@@ -49,6 +79,22 @@ pub enum ExistingData {
     OverwriteOrIgnore,
     /// Empty each partition directory before its first file is written.
     DeleteMatching,
+}
+
+impl ExistingData {
+    /// pyarrow's `existing_data_behavior`.
+    pub fn from_name(name: &str) -> Result<Self> {
+        crate::params::choice(
+            "existing_data_behavior",
+            name,
+            &[
+                (&["error"], ExistingData::Error),
+                (&["overwrite_or_ignore"], ExistingData::OverwriteOrIgnore),
+                (&["delete_matching"], ExistingData::DeleteMatching),
+            ],
+            false,
+        )
+    }
 }
 
 /// How a dataset is written.

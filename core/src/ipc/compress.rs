@@ -27,21 +27,34 @@ impl Compression {
     /// The codec named `name` (case-insensitive: "zstd"; "lz4" or "lz4_frame"; "none",
     /// "uncompressed" or None), at zstd `level` (default [`DEFAULT_ZSTD_LEVEL`]).
     pub fn from_name(name: Option<&str>, level: Option<i64>) -> Result<Compression> {
-        let lower = name.map(str::to_ascii_lowercase);
-        let compression = match lower.as_deref() {
-            Some("zstd") => {
+        #[derive(Clone, Copy)]
+        enum Named {
+            Zstd,
+            Lz4,
+            None,
+        }
+        let named = match name {
+            None => Named::None,
+            Some(n) => crate::params::choice(
+                "compression",
+                &n.to_ascii_lowercase(),
+                &[
+                    (&["zstd"], Named::Zstd),
+                    (&["lz4", "lz4_frame"], Named::Lz4),
+                    (&["none", "uncompressed"], Named::None),
+                ],
+                true,
+            )?,
+        };
+        let compression = match named {
+            Named::Zstd => {
                 let level = level.map(crate::params::level).transpose()?;
                 let params = CompressParams::level(level.unwrap_or(DEFAULT_ZSTD_LEVEL));
                 params.validate()?;
                 return Ok(Compression::Zstd(params));
             }
-            Some("lz4") | Some("lz4_frame") => Compression::Lz4,
-            None | Some("none") | Some("uncompressed") => Compression::None,
-            Some(other) => {
-                return Err(Error::Parameter(format!(
-                    "unknown compression {other:?}: use \"zstd\", \"lz4\" or None"
-                )))
-            }
+            Named::Lz4 => Compression::Lz4,
+            Named::None => Compression::None,
         };
         if level.is_some() {
             return Err(Error::Parameter(format!(

@@ -44,24 +44,43 @@ impl PageCodec {
                 ))),
             }
         };
-        let codec = match lower.as_deref() {
-            Some("zstd") => {
+        #[derive(Clone, Copy)]
+        enum Named {
+            Zstd,
+            Lz4,
+            Snappy,
+            Gzip,
+            Brotli,
+            None,
+        }
+        let named = match lower.as_deref() {
+            None => Named::None,
+            Some(n) => crate::params::choice(
+                "compression",
+                n,
+                &[
+                    (&["zstd"], Named::Zstd),
+                    (&["lz4", "lz4_raw"], Named::Lz4),
+                    (&["snappy"], Named::Snappy),
+                    (&["gzip"], Named::Gzip),
+                    (&["brotli"], Named::Brotli),
+                    (&["none", "uncompressed"], Named::None),
+                ],
+                true,
+            )?,
+        };
+        let codec = match named {
+            Named::Zstd => {
                 let level = level.map(crate::params::level).transpose()?;
                 let params = CompressParams::level(level.unwrap_or(DEFAULT_ZSTD_LEVEL));
                 params.validate()?;
                 return Ok(PageCodec::Zstd(params));
             }
-            Some("gzip") => return Ok(PageCodec::Gzip(ranged(0, 9, 6)?)),
-            Some("brotli") => return Ok(PageCodec::Brotli(ranged(0, 11, 1)?)),
-            Some("lz4") | Some("lz4_raw") => PageCodec::Lz4Raw,
-            Some("snappy") => PageCodec::Snappy,
-            None | Some("none") | Some("uncompressed") => PageCodec::None,
-            Some(other) => {
-                return Err(Error::Parameter(format!(
-                    "unknown compression {other:?}: use \"zstd\", \"lz4\", \"snappy\", \"gzip\", \
-                     \"brotli\" or None"
-                )))
-            }
+            Named::Gzip => return Ok(PageCodec::Gzip(ranged(0, 9, 6)?)),
+            Named::Brotli => return Ok(PageCodec::Brotli(ranged(0, 11, 1)?)),
+            Named::Lz4 => PageCodec::Lz4Raw,
+            Named::Snappy => PageCodec::Snappy,
+            Named::None => PageCodec::None,
         };
         if level.is_some() {
             return Err(Error::Parameter(format!(
@@ -145,6 +164,18 @@ pub enum PageVersion {
     V2,
 }
 
+impl PageVersion {
+    /// pyarrow's `data_page_version`: "1.0" or "2.0".
+    pub fn from_name(name: &str) -> Result<PageVersion> {
+        crate::params::choice(
+            "data_page_version",
+            name,
+            &[(&["1.0"], PageVersion::V1), (&["2.0"], PageVersion::V2)],
+            false,
+        )
+    }
+}
+
 /// How a writer writes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WriteOptions {
@@ -183,7 +214,7 @@ impl WriteOptions {
     pub(crate) fn properties(&self, schema: &SchemaDescriptor) -> Result<WriterProperties> {
         if self.row_group_size == 0 {
             return Err(Error::Parameter(
-                "row_group_size must be at least 1 row".into(),
+                "row_group_size must be at least 1, not 0".into(),
             ));
         }
         if self.data_page_size == Some(0) {

@@ -391,7 +391,11 @@ impl ParquetFile {
             let options = RecordBatchOptions::new().with_row_count(Some(rows));
             let batch =
                 RecordBatch::try_new_with_options(projection.schema.clone(), arrays, &options)
-                    .map_err(|e| Error::Parquet(format!("row group {g}: {e}")))?;
+                    .map_err(|e| {
+                        Error::from(e)
+                            .into_parquet()
+                            .at(format_args!("row group {g}"))
+                    })?;
             batches.push(
                 validate_columns(batch, threads)
                     .map_err(|e| e.at(format_args!("row group {g}")))?,

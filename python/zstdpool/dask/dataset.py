@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import zstdpool.dataset
 from zstdpool import errors
+from zstdpool._zstdpool import _check_dataset_options
 
 if TYPE_CHECKING:
     from zstdpool._zstdpool import WrittenFile
 
 __all__ = ["to_dataset"]
 
-_BEHAVIORS = ("error", "overwrite_or_ignore", "delete_matching")
 
 
 def _write_partition(
@@ -77,11 +77,13 @@ def to_dataset(
     """
     import dask
 
-    if existing_data_behavior not in _BEHAVIORS:
-        raise errors.ParameterError(
-            f"existing_data_behavior={existing_data_behavior!r}: expected one of "
-            + ", ".join(repr(b) for b in _BEHAVIORS)
-        )
+    # The core's own checks, so that a bad value fails here, worded as write_dataset words it.
+    ext = _check_dataset_options(
+        format,
+        existing_data_behavior,
+        options.get("compression", "zstd"),
+        options.get("level"),
+    )
     if "basename_template" in options:
         raise errors.ParameterError(
             "basename_template: to_dataset names the files itself, after their partition, "
@@ -93,7 +95,6 @@ def to_dataset(
             f"{base}: the directory is not empty (existing_data_behavior='error'; pass "
             "'overwrite_or_ignore' or 'delete_matching' to write into it)"
         )
-    ext = "parquet" if format == "parquet" else "arrow"
     keys = list(partitioning) if partitioning is not None else None
     write = dask.delayed(_write_partition, pure=False)
     writes = [
