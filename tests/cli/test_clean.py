@@ -29,5 +29,8 @@ def test_clean_removes_old_temporary_files_only(tmp_path: Path) -> None:
     ]
     result = run("clean", tmp_path, "--min-age", "0")
     assert result.returncode == 0 and ".young" in result.stdout
-    missing = run("clean", tmp_path / "nope")
+    # A file that a killed write never created: nothing of it to clean, and no error.
+    never = run("clean", tmp_path / "never.arrow")
+    assert never.returncode == 0 and never.stdout == "", never
+    missing = run("clean", tmp_path / "nope" / "t.arrow")
     assert missing.returncode == 1 and "nope" in missing.stdout

@@ -19,7 +19,10 @@ def add_clean(subparsers: Any) -> None:
             "seconds ago. Nothing else is touched; links are neither followed nor removed. "
             "Prints each path removed."
         ),
-        epilog="Exit codes: 0 ok, 1 failure (e.g. PATH does not exist), 2 bad usage.",
+        epilog=(
+            "Exit codes: 0 ok (also for a file that the killed write never created), "
+            "1 failure (e.g. PATH's directory does not exist), 2 bad usage."
+        ),
     )
     p.add_argument("path", metavar="PATH", help="a file written by zstdpool, or a directory")
     p.add_argument(
