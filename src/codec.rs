@@ -258,31 +258,39 @@ impl PyCompressor {
     }
 }
 
-impl Lifecycle for PyCompressor {
-    const WHAT: &'static str = "Compressor";
-    const NOT_PICKLED: &'static str = LEASE;
+/// The two leases' lifecycle, which differs only in their name and what their repr shows.
+macro_rules! lease_lifecycle {
+    ($class:ty, $what:literal, |$lease:ident| $describe:expr) => {
+        impl Lifecycle for $class {
+            const WHAT: &'static str = $what;
+            const NOT_PICKLED: &'static str = LEASE;
 
-    fn state(&self) -> &dyn State {
-        &self.lease
-    }
+            fn state(&self) -> &dyn State {
+                &self.lease
+            }
 
-    fn close(&self, _py: Python<'_>) -> PyResult<()> {
-        drop(self.lease.close());
-        Ok(())
-    }
+            fn close(&self, _py: Python<'_>) -> PyResult<()> {
+                drop(self.lease.close());
+                Ok(())
+            }
 
-    fn describe(&self) -> String {
-        format!(
-            "zstdpool.Compressor level={} checksum={}",
-            self.params.level, self.params.checksum
-        )
-    }
+            fn describe(&self) -> String {
+                let $lease = self;
+                $describe
+            }
+        }
+
+        lifecycle_methods!(
+            $class,
+            close = "Gives the context back to its pool. Idempotent."
+        );
+    };
 }
 
-lifecycle_methods!(
-    PyCompressor,
-    close = "Gives the context back to its pool. Idempotent."
-);
+lease_lifecycle!(PyCompressor, "Compressor", |c| format!(
+    "zstdpool.Compressor level={} checksum={}",
+    c.params.level, c.params.checksum
+));
 
 /// A decompression context leased from a pool, for one thread at a time.
 #[pyclass(frozen, name = "Decompressor", module = "zstdpool")]
@@ -338,31 +346,10 @@ impl PyDecompressor {
     }
 }
 
-impl Lifecycle for PyDecompressor {
-    const WHAT: &'static str = "Decompressor";
-    const NOT_PICKLED: &'static str = LEASE;
-
-    fn state(&self) -> &dyn State {
-        &self.lease
-    }
-
-    fn close(&self, _py: Python<'_>) -> PyResult<()> {
-        drop(self.lease.close());
-        Ok(())
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "zstdpool.Decompressor max_output_size={}",
-            self.max_output_size
-        )
-    }
-}
-
-lifecycle_methods!(
-    PyDecompressor,
-    close = "Gives the context back to its pool. Idempotent."
-);
+lease_lifecycle!(PyDecompressor, "Decompressor", |d| format!(
+    "zstdpool.Decompressor max_output_size={}",
+    d.max_output_size
+));
 
 fn views(buffers: &Bound<'_, PyAny>) -> PyResult<Vec<ByteView>> {
     buffers
