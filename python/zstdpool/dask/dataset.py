@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 __all__ = ["to_dataset"]
 
 
-
 def _write_partition(
     part: Any,
     base_dir: str,
