@@ -146,8 +146,11 @@ tar -xJf "$TARBALL" -C "$WORK/src" --strip-components=1
 cd "$WORK/src"
 log "configuring CPython $VERSION (free-threaded) for $PREFIX"
 # No PGO/LTO: they multiply the build time on 2 cores for speed that running
-# tests does not need.
-./configure --disable-gil --prefix="$PREFIX" --with-ensurepip=install \
+# tests does not need. No test modules (Lib/test, _testcapi...): zstdpool's
+# tests do not use them, and building, byte-compiling and installing them
+# only adds time.
+./configure --disable-gil --disable-test-modules --prefix="$PREFIX" \
+    --with-ensurepip=install \
     >"$WORK/configure.log" 2>&1 || {
     tail -40 "$WORK/configure.log" >&2; exit 1; }
 log "building with make -j$JOBS (niced, so other work on the machine keeps going)"

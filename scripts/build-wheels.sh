@@ -21,7 +21,7 @@
 #   ZSTDPOOL_FT_PREFIX    prefix of the free-threaded interpreter (as for
 #                         build-freethreaded-python.sh)
 #   ZSTDPOOL_WHEEL_DONE_DIR  if set, a file named after each version is written there when
-#                         its wheel is done: "ok <wheel path>" or "fail" (scripts/ci.sh
+#                         its wheel is done: "ok <wheel path>" or "fail" (scripts/matrix.sh
 #                         starts testing a wheel while the next one builds)
 # Prints one line per wheel: file, tag mode (zig or native), auditwheel's tag, build time.
 # Exits non-zero if a build fails or a wheel is not a manylinux wheel without external

@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# The test command: every check a change must pass, on one interpreter, in a development build.
+# The test command: every check a change must pass, on one interpreter, in a quick build.
 #
-#   fmt        cargo fmt --all --check
-#   clippy     cargo clippy --workspace --all-targets --features alloc-stats -- -D warnings
-#   build      maturin develop --profile quick (Cargo.toml: optimized, no LTO, debug assertions
-#              and overflow checks on) into a venv that has the `test` extra
-#   pytest     the whole suite (tests/ and benchmarks/, each benchmark once), which runs ruff,
-#              mypy --strict, stubtest and rustfmt over the tree too (tests/test_style.py,
-#              tests/test_stubs.py)
-#   cargo-test cargo test --profile quick -p zstdpool-core --features alloc-stats, beside
-#              pytest: pytest keeps one core busy, and the core's tests need the other
+#   fmt          cargo fmt --all --check
+#   venv         a venv with the `test` extra, filled in the background while the Rust builds
+#                (kept in target/check and reused while pyproject.toml and the interpreter
+#                stay the same)
+#   build        maturin develop --profile quick (Cargo.toml: optimized, no LTO, debug
+#                assertions and overflow checks on), in place
+#   cargo-build  the core's tests, compiled in the quick-test profile (unoptimized: they run
+#                in seconds, and their dev-dependencies' features rebuild the arrow crates)
+#   install      the extension installed into the venv (editable)
+#   pytest       the whole suite (tests/ and benchmarks/, each benchmark once) on two workers
+#                (pytest-xdist), which runs ruff, mypy --strict, stubtest and rustfmt over the
+#                tree too (tests/test_style.py, tests/test_stubs.py)
+#   cargo-test   cargo test --workspace --profile quick-test, beside pytest
+#   clippy       its lints with -D warnings, checked by the build steps as they compile the
+#                workspace's crates (see "clippy" below), which covers what `cargo clippy
+#                --workspace --all-targets -- -D warnings` covers
 #
 # Usage: scripts/check.sh [-- PYTEST_ARGS...]
 #   ZSTDPOOL_PYTHON      the interpreter (default: python3)
-#   ZSTDPOOL_CHECK_DIR   venv and logs (default: target/check); the venv is kept and reused
-#                        while pyproject.toml and the interpreter stay the same
+#   ZSTDPOOL_CHECK_DIR   venv, cargo cache and logs (default: target/check); the venv is kept
+#                        and reused while pyproject.toml and the interpreter stay the same
 # Prints each step's time; exits non-zero if any step failed, after running every step that
 # does not depend on the failed one.
 set -uo pipefail
@@ -62,20 +69,32 @@ finish() {
     fi
 }
 
-# --- the venv, in the background while the Rust checks run ------------------------------------
-# Reinstalled only when pyproject.toml or the interpreter changed (a stamp of both).
-venv_setup() {
-    local stamp want
-    want="$("$PY" -c 'import sys; print(sys.version)' | tr -d '\n'; sha256sum pyproject.toml)"
-    stamp="$VENV/.zstdpool-check-stamp"
-    if [ -x "$VENV/bin/python" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
-        echo "venv up to date: $VENV"
-        return 0
-    fi
-    "$PY" -m venv --clear "$VENV" || return
-    "$VENV/bin/python" -m pip install -q --upgrade pip || return
+# --- clippy, in the builds themselves ----------------------------------------------------------
+# `cargo clippy` is cargo check with clippy-driver as the workspace members' compiler wrapper:
+# a check build of every dependency of its own, minutes on two cores. Here the same wrapper
+# lints the workspace's crates while they are compiled for the tests, and -Dwarnings makes
+# every lint an error (cargo caps the lints of registry dependencies). The extension, the
+# core and the core's tests are all compiled below (the root crate has no test target), so
+# nothing `cargo clippy --workspace --all-targets -- -D warnings` lints is left out.
+if ! clippy_driver="$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)"; then
+    log "clippy-driver not found: install clippy (rustup component add clippy)"
+    exit 2
+fi
+export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
+export RUSTFLAGS="${RUSTFLAGS:-} -Dwarnings"
+# Its own cargo cache: RUSTFLAGS is part of every crate's fingerprint, so sharing target/ with
+# builds made without it would rebuild every dependency each time one or the other ran.
+export CARGO_TARGET_DIR="${ZSTDPOOL_CHECK_CARGO_DIR:-$DIR/cargo}"
+
+step fmt cargo fmt --all --check
+
+# --- the venv: made here, filled in the background while the Rust builds ----------------------
+# Remade only when pyproject.toml or the interpreter changed (a stamp of both).
+stamp="$VENV/.zstdpool-check-stamp"
+want="$("$PY" -c 'import sys; print(sys.version)' | tr -d '\n'; sha256sum pyproject.toml)"
+fill_venv() {
     # The test extra without zstdpool itself, which maturin develop installs.
-    "$VENV/bin/python" - pyproject.toml >"$DIR/requirements.txt" <<'EOF' || return
+    "$VENV/bin/python" - pyproject.toml >"$DIR/requirements.txt" <<'PYTHON' || return
 import re
 import sys
 
@@ -89,37 +108,56 @@ extras = project["optional-dependencies"]
 for req in project["dependencies"] + extras["bench"] + extras["test"]:
     if re.split(r"[\s<>=!~;\[]", req, maxsplit=1)[0] != "zstdpool":
         print(req)
-EOF
-    "$VENV/bin/python" -m pip install -r "$DIR/requirements.txt" \
-        "maturin==$MATURIN_VERSION" || return
+PYTHON
+    "$VENV/bin/python" -m pip install -r "$DIR/requirements.txt" || return
     printf '%s' "$want" >"$stamp"
 }
 tv=$SECONDS
-log "venv (log: $LOGS/venv.log), in the background"
-venv_setup >"$LOGS/venv.log" 2>&1 &
-venv_pid=$!
-
-# --- the Rust checks ---------------------------------------------------------------------------
-step fmt cargo fmt --all --check
-step clippy cargo clippy --workspace --all-targets --features alloc-stats -- -D warnings
-
 venv_rc=0
-wait "$venv_pid" || venv_rc=$?
-finish venv "$tv" "$venv_rc"
-
-# --- the extension, then pytest beside the core's tests ----------------------------------------
-if [ "$venv_rc" -eq 0 ]; then
-    step build env VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH" maturin develop --locked --profile quick || true
+venv_pid=""
+if [ -x "$VENV/bin/maturin" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    log "venv up to date: $VENV"
+else
+    # maturin first, so that the build can start while pip fetches the rest.
+    step venv-base bash -c '"$1" -m venv --clear "$2" && "$2/bin/python" -m pip install -q \
+        --upgrade pip "maturin==$3"' _ "$PY" "$VENV" "$MATURIN_VERSION" || venv_rc=1
+    if [ "$venv_rc" -eq 0 ]; then
+        log "venv (log: $LOGS/venv.log), in the background"
+        fill_venv >"$LOGS/venv.log" 2>&1 &
+        venv_pid=$!
+    fi
 fi
+in_venv=(env VIRTUAL_ENV="$VENV" PATH="$VENV/bin:$PATH")
+
+# --- the builds: the extension in place, then the core's tests -----------------------------------
+built=0
+if [ "$venv_rc" -eq 0 ] && step build "${in_venv[@]}" maturin develop --locked --profile quick \
+        --skip-install; then
+    built=1
+fi
+step cargo-build cargo test --workspace --profile quick-test --features alloc-stats --locked \
+    --no-run || true
+if [ -n "$venv_pid" ]; then
+    wait "$venv_pid" || venv_rc=$?
+    finish venv "$tv" "$venv_rc"
+fi
+# Installed into the venv (editable: python/ is imported from the tree); already built.
+installed=0
+if [ "$venv_rc" -eq 0 ] && [ "$built" = 1 ] && step install "${in_venv[@]}" maturin develop \
+        --locked --profile quick; then
+    installed=1
+fi
+
+# --- pytest, beside the core's tests ---------------------------------------------------------------
 tc=$SECONDS
 log "cargo-test (log: $LOGS/cargo-test.log), beside pytest"
-cargo test --profile quick -p zstdpool-core --features alloc-stats -- --test-threads=1 \
+cargo test --workspace --profile quick-test --features alloc-stats --locked -- --test-threads=1 \
     >"$LOGS/cargo-test.log" 2>&1 &
 cargo_pid=$!
-if [ "$venv_rc" -eq 0 ] && [[ ! " ${failed[*]} " =~ " build " ]]; then
-    step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider -q -rfEs --durations=25 \
-        "${pytest_args[@]}" \
-        || true
+if [ "$installed" = 1 ]; then
+    # Two workers (pytest-xdist): the suite is mostly Python and subprocesses, one core each.
+    step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider -q -rfEs --durations=25 -n 2 \
+        "${pytest_args[@]}" || true
     tail -1 "$LOGS/pytest.log" >&2
 else
     times+=("$(printf '%-11s %5s  NOT RUN: no venv or no build' pytest -)")

@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ["README.md", "fuzz/README.md", "benchmarks/RESULTS.md"]
 #: A path inside the repository: it starts with one of its top-level folders.
-PATH = re.compile(r"(?<![\w./-])(?:benchmarks|core|fuzz|python|src|tests)/[\w./-]*")
+PATH = re.compile(r"(?<![\w./-])(?:benchmarks|core|fuzz|python|scripts|src|tests)/[\w./-]*")
 
 
 def named_paths(text: str) -> list[str]:
