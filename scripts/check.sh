@@ -157,7 +157,7 @@ cargo_pid=$!
 if [ "$installed" = 1 ]; then
     # Two workers (pytest-xdist): the suite is mostly Python and subprocesses, one core each.
     step pytest "$VENV/bin/python" -m pytest -p no:cacheprovider -q -rfEs --durations=25 -n 2 \
-        "${pytest_args[@]}" || true
+        --junitxml="$LOGS/junit.xml" "${pytest_args[@]}" || true
     tail -1 "$LOGS/pytest.log" >&2
 else
     times+=("$(printf '%-11s %5s  NOT RUN: no venv or no build' pytest -)")
