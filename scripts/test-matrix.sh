@@ -21,6 +21,8 @@
 # wheel for), where scripts/readme_tour.py runs the tour's examples from outside the
 # repository; a failed tour fails the version.
 # Environment:
+#   ZSTDPOOL_FULL_VERSIONS  the versions that run the whole suite (default: 3.14t; "3.10
+#                         3.11 3.12 3.13 3.14t" runs it everywhere)
 #   ZSTDPOOL_DIST         where the wheels are (default: dist)
 #   ZSTDPOOL_MATRIX_DIR   venvs, copies and logs (default: target/matrix)
 #   ZSTDPOOL_MATRIX_SUMMARY  a file to append one tab-separated line per version to
@@ -47,8 +49,17 @@ mkdir -p "$WORK"
 
 # What versions outside FULL_VERSIONS leave out, and why (the README names these too).
 FULL_VERSIONS="${ZSTDPOOL_FULL_VERSIONS:-3.14t}"
+# Each of these runs the Rust core on data (gold files, fuzz corpora, mutations, clusters,
+# allocation counts) the same way on every CPython; the bindings, the pyarrow and pandas
+# interop, the stubs and the peers that differ by version are all still tested.
 QUICK_SKIP=(
-QUICK_SKIP_LIST
+    --ignore=benchmarks                       # the benchmark harness, each workload once
+    --ignore=tests/ipc/test_conformance.py    # arrow-testing's gold files and fuzz corpora
+    --ignore=tests/ipc/test_reader_hostile.py # every truncation and mutation of a file
+    --ignore=tests/test_memory.py             # 20,000 writer lifecycles, process growth
+    --ignore=tests/dask/test_cluster.py       # two-host LocalClusters
+    --ignore=tests/dask/test_mixed.py         # a cluster with a worker lacking the preload
+    -n 2                                      # and on two workers (pytest-xdist)
 )
 
 log() { printf '[test-matrix] %s\n' "$*" >&2; }
