@@ -58,6 +58,7 @@ pub fn inspect(source: &mut dyn Source, limits: &ReadLimits) -> Result<Inspectio
         ))
     })?;
     let schema = schema_from_fb(fb_schema)?;
+    let schema_codec = schema.metadata().get(message::LEGACY_CODEC_KEY).cloned();
     let dictionary_columns = dictionary_owners(&fb_schema)?;
     read_body(&mut source, &msg, limits)?;
     let mut result = Inspection {
@@ -82,7 +83,7 @@ pub fn inspect(source: &mut dyn Source, limits: &ReadLimits) -> Result<Inspectio
             MessageHeader::Schema => return Err(Error::Ipc("a second schema message".into())),
             other => return Err(Error::Ipc(format!("unexpected IPC message type {other:?}"))),
         };
-        let codec = rb.compression().map(|c| c.codec());
+        let codec = message::body_codec(&msg, &rb, schema_codec.as_deref())?;
         result.codecs.insert(match codec {
             None => "none",
             Some(CompressionType::ZSTD) => "zstd",

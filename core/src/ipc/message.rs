@@ -80,6 +80,45 @@ pub fn batch_header<'a>(
     }
 }
 
+/// The metadata key under which Arrow 0.17 named the codec of a compressed message body, before
+/// the format had `BodyCompression`. pyarrow still reads such bodies as compressed; a reader
+/// that ignored the key would return the compressed bytes as values.
+pub const LEGACY_CODEC_KEY: &str = "ARROW:experimental_compression";
+
+/// The codec a RecordBatch or DictionaryBatch message's body is compressed with, or None:
+/// its `BodyCompression`, else the legacy key in the message's custom metadata (where Arrow
+/// 0.17 wrote it, and pyarrow reads it), else the legacy key in the schema's metadata
+/// (`schema_codec`), which no reader should take to mean "uncompressed" either.
+pub fn body_codec(
+    msg: &Message<'_>,
+    rb: &arrow_ipc::RecordBatch<'_>,
+    schema_codec: Option<&str>,
+) -> Result<Option<CompressionType>> {
+    if let Some(c) = rb.compression() {
+        return Ok(Some(c.codec()));
+    }
+    let named = msg
+        .custom_metadata()
+        .into_iter()
+        .flatten()
+        .find(|kv| kv.key() == Some(LEGACY_CODEC_KEY))
+        .and_then(|kv| kv.value())
+        .or(schema_codec);
+    named.map(legacy_codec).transpose()
+}
+
+/// The codec a legacy key's value names, as pyarrow reads it (any case).
+fn legacy_codec(name: &str) -> Result<CompressionType> {
+    match name.to_ascii_lowercase().as_str() {
+        "zstd" => Ok(CompressionType::ZSTD),
+        "lz4" | "lz4_frame" => Ok(CompressionType::LZ4_FRAME),
+        _ => Err(Error::Ipc(format!(
+            "the message body is compressed with {name:?}, as its {LEGACY_CODEC_KEY} metadata \
+             says (the compression of Arrow 0.17), and only zstd and lz4 bodies can be read"
+        ))),
+    }
+}
+
 /// The offset and length of every buffer in a record batch header.
 pub fn buffer_spans(rb: &arrow_ipc::RecordBatch<'_>) -> Result<Vec<(i64, i64)>> {
     let buffers = rb

@@ -15,7 +15,9 @@ use arrow_schema::{Schema, SchemaRef};
 
 use super::decompress::decompress_buffers;
 pub use super::decompress::ReadLimits;
-use super::message::{self, batch_header, buffer_spans, read_key_values, KeyValues};
+use super::message::{
+    self, batch_header, body_codec, buffer_spans, read_key_values, KeyValues, LEGACY_CODEC_KEY,
+};
 use super::projection::Projection;
 use super::source::Source;
 use super::validate::validate_columns;
@@ -144,10 +146,13 @@ pub(super) struct Decoder {
     threads: Option<usize>,
     /// Leased at the first compressed buffer and kept until the reader closes.
     decompressor: Option<Lease<Decompressor>>,
+    /// The codec the schema's metadata names under the legacy key, if it does.
+    schema_codec: Option<String>,
 }
 
 impl Decoder {
     fn new(schema: Schema, limits: ReadLimits, pool: &ContextPool, threads: Option<usize>) -> Self {
+        let schema_codec = schema.metadata().get(LEGACY_CODEC_KEY).cloned();
         let schema = SchemaRef::new(schema);
         Decoder {
             output_schema: schema.clone(),
@@ -162,6 +167,7 @@ impl Decoder {
             pool: pool.clone(),
             threads,
             decompressor: None,
+            schema_codec,
         }
     }
 
@@ -187,7 +193,7 @@ impl Decoder {
 
     fn decode_unguarded(&mut self, msg: &Message<'_>, body: Buffer) -> Result<Option<RecordBatch>> {
         let (rb, _) = batch_header(msg)?;
-        let Some(compression) = rb.compression() else {
+        let Some(codec) = body_codec(msg, &rb, self.schema_codec.as_deref())? else {
             return self.decode_plain(msg, body);
         };
         let mut spans = buffer_spans(&rb)?;
@@ -210,7 +216,7 @@ impl Decoder {
         let (new_body, new_spans) = decompress_buffers(
             body.as_slice(),
             &spans,
-            compression.codec(),
+            codec,
             &self.limits,
             &mut self.decompressor,
             &self.pool,

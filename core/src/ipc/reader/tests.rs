@@ -320,3 +320,91 @@ fn dictionary_replacements_and_deltas_are_counted_both_ways() {
         assert_eq!(r.stats().num_messages, 5);
     }
 }
+
+/// `stream` rewritten as Arrow 0.17 wrote compressed streams: every batch's `BodyCompression`
+/// removed, and the codec named in the message's custom metadata by `legacy_name` (None: not
+/// named there).
+fn as_legacy_compression(stream: &[u8], legacy_name: Option<&str>) -> Vec<u8> {
+    let mut source = BytesSource::new(Buffer::from(stream));
+    let limits = ReadLimits::default();
+    let mut out = Vec::new();
+    while let Some(meta) = read_message_meta(&mut source, &limits).unwrap() {
+        let msg = message::parse(&meta).unwrap();
+        let body = read_body(&mut source, &msg, &limits).unwrap();
+        if msg.header_type() == MessageHeader::Schema {
+            message::frame(&meta, body.as_slice(), &mut out).unwrap();
+            continue;
+        }
+        let (rb, _) = batch_header(&msg).unwrap();
+        assert!(rb.compression().is_some());
+        let spans: Vec<(usize, usize)> = buffer_spans(&rb)
+            .unwrap()
+            .iter()
+            .map(|&(o, l)| (o as usize, l as usize))
+            .collect();
+        let named: Vec<(String, String)> = legacy_name
+            .map(|n| (LEGACY_CODEC_KEY.to_string(), n.to_string()))
+            .into_iter()
+            .collect();
+        let rebuilt = message::rebuild(&msg, &spans, body.len(), None, &named).unwrap();
+        message::frame(&rebuilt, body.as_slice(), &mut out).unwrap();
+    }
+    message::end_of_stream(&mut out).unwrap();
+    out
+}
+
+fn read_all(stream: Vec<u8>) -> Result<Vec<RecordBatch>> {
+    let pool = ContextPool::default();
+    let mut r = StreamReader::try_new(
+        BytesSource::new(Buffer::from_vec(stream)),
+        ReadLimits::default(),
+        &pool,
+        None,
+    )?;
+    let mut got = Vec::new();
+    while let Some(b) = r.next_batch()? {
+        got.push(b);
+    }
+    Ok(got)
+}
+
+#[test]
+fn bodies_compressed_as_arrow_0_17_compressed_them_are_decompressed() {
+    let batches = vec![batch(1000), batch(3)];
+    for (compression, name) in [
+        (CODECS[1], "ZSTD"),
+        (CODECS[2], "LZ4"),
+        (CODECS[2], "lz4_frame"),
+    ] {
+        let stream = write(IpcFormat::Stream, compression, &batches);
+        let legacy = as_legacy_compression(&stream, Some(name));
+        assert_eq!(read_all(legacy).unwrap(), batches, "{name}");
+    }
+}
+
+#[test]
+fn the_legacy_codec_named_by_the_schema_is_decompressed_too() {
+    let plain = batch(500);
+    let schema = Arc::new(
+        plain
+            .schema()
+            .as_ref()
+            .clone()
+            .with_metadata([(LEGACY_CODEC_KEY.to_string(), "zstd".to_string())].into()),
+    );
+    let b = RecordBatch::try_new(schema, plain.columns().to_vec()).unwrap();
+    let stream = write(IpcFormat::Stream, CODECS[1], std::slice::from_ref(&b));
+    let legacy = as_legacy_compression(&stream, None);
+    assert_eq!(read_all(legacy).unwrap(), vec![b]);
+}
+
+#[test]
+fn a_legacy_codec_that_cannot_be_read_is_refused_not_returned_as_values() {
+    let stream = write(IpcFormat::Stream, CODECS[1], &[batch(100)]);
+    let err = read_all(as_legacy_compression(&stream, Some("SNAPPY"))).unwrap_err();
+    let message = err.to_string();
+    assert!(
+        message.contains("\"SNAPPY\"") && message.contains(LEGACY_CODEC_KEY),
+        "{message}"
+    );
+}
