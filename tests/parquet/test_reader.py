@@ -171,7 +171,7 @@ def test_every_truncation_and_many_corruptions_fail_cleanly() -> None:
     assert pool.stats()["leased"] == 0
 
 
-@pytest.mark.parametrize("codec", ["zstd", "snappy", "lz4", "gzip", "none"])
+@pytest.mark.parametrize("codec", ["zstd", "snappy", "lz4", "gzip", "brotli", "none"])
 @pytest.mark.parametrize("version", ["1.0", "2.0"])
 def test_pyarrow_files_of_every_codec_and_page_version(codec: str, version: str) -> None:
     data = pyarrow_write(TABLE, compression=codec, data_page_version=version, row_group_size=7000)

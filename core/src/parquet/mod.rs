@@ -5,11 +5,13 @@
 //! A write: `writer` buffers a row group, has the crate encode each column uncompressed on the
 //! caller's threads, and `repage` compresses the pages. A read: `reader` checks the footer
 //! (`footer`) before the crate parses it, and `pages` decompresses each page the crate's page
-//! reader hands it, before the crate decodes the values; `source` gives the bytes.
+//! reader hands it (every codec, into the size `page_header` reads from the page's header),
+//! before the crate decodes the values; `source` gives the bytes.
 
 mod body;
 mod footer;
 mod options;
+mod page_header;
 mod pages;
 mod reader;
 mod repage;

@@ -1,9 +1,11 @@
 //! The decompression stage of the Parquet reader. The parquet crate would make a new zstd
-//! context for every column chunk it reads; instead its page reader is told that zstd chunks
-//! are uncompressed, so it parses each page header (bounds-checked by the crate) and hands over
-//! the page's compressed body, which is decompressed here with a pooled context, its size
-//! checked against the caller's limit before anything is allocated. Other codecs (snappy, lz4,
-//! gzip, brotli) are the crate's.
+//! context for every column chunk it reads, and allocates each page's decompressed size
+//! infallibly from the page's header; instead its page reader is told that every chunk is
+//! uncompressed, so it parses each page header (bounds-checked by the crate) and hands over the
+//! page's compressed body. The body is decompressed here: zstd with a pooled context, the
+//! other codecs (snappy, gzip, brotli, lz4) with their crates, each into an allocation of the
+//! size the header declares, checked against the caller's limit and reserved fallibly, so that
+//! a large or hostile size fails as an error, never as an abort.
 
 use std::sync::{Arc, Mutex};
 
@@ -16,6 +18,8 @@ use ::parquet::file::serialized_reader::SerializedPageReader;
 use bytes::Bytes;
 
 use super::body::{swap_body, Body};
+use super::page_header::{PageSizes, WatchedSource};
+use super::reader::codec_name;
 use super::source::ParquetSource;
 use crate::codec::{plan_decompress, DecompressPlan};
 use crate::context::{DecompressParams, Decompressor};
@@ -25,7 +29,8 @@ use crate::pool::{ContextPool, Lease};
 /// Limits on what a Parquet reader allocates for data it has not seen yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParquetLimits {
-    /// The most bytes one page may hold once decompressed.
+    /// The most bytes one page may hold once decompressed: checked against the size its header
+    /// declares before anything is allocated.
     pub max_page_size: usize,
 }
 
@@ -110,7 +115,10 @@ impl ColumnPages {
             ParquetError::General(format!("negative row count {}", group.num_rows()))
         })?;
         let source = Arc::new(self.source.clone());
-        if !matches!(chunk.compression(), Compression::ZSTD(_)) {
+        let codec = chunk.compression();
+        // Uncompressed chunks have nothing to allocate from a header; LZO is refused by the
+        // crate.
+        if matches!(codec, Compression::UNCOMPRESSED | Compression::LZO) {
             return Ok(Box::new(SerializedPageReader::new(
                 source, chunk, rows, None,
             )?));
@@ -120,8 +128,15 @@ impl ColumnPages {
             .into_builder()
             .set_compression(Compression::UNCOMPRESSED)
             .build()?;
-        Ok(Box::new(ZstdPages {
-            inner: SerializedPageReader::new(source, &plain, rows, None)?,
+        let sizes = PageSizes::default();
+        let watched = Arc::new(WatchedSource {
+            inner: self.source.clone(),
+            watch: sizes.clone(),
+        });
+        Ok(Box::new(CompressedPages {
+            inner: SerializedPageReader::new(watched, &plain, rows, None)?,
+            codec,
+            sizes,
             decompressor: None,
             pool: self.pool.clone(),
             limits: self.limits,
@@ -130,35 +145,53 @@ impl ColumnPages {
     }
 }
 
-/// A zstd chunk's pages, each decompressed as it is read.
-struct ZstdPages {
-    inner: SerializedPageReader<ParquetSource>,
-    /// Leased at the first page, given back with the chunk.
+/// A compressed chunk's pages, each decompressed as it is read.
+struct CompressedPages {
+    inner: SerializedPageReader<WatchedSource>,
+    codec: Compression,
+    /// The size each page's header declares, noted as the crate reads the header.
+    sizes: PageSizes,
+    /// Leased at the first zstd page, given back with the chunk.
     decompressor: Option<Lease<Decompressor>>,
     pool: ContextPool,
     limits: ParquetLimits,
     failure: Failure,
 }
 
-impl ZstdPages {
+impl CompressedPages {
     fn decompress(&mut self, page: Page) -> Result<Page> {
+        let declared = self
+            .sizes
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .next
+            .take()
+            .unwrap_or_else(|| Err(Error::Parquet("a page was read without its header".into())))?;
+        let limit = self.limits.max_page_size;
+        if declared > limit {
+            return Err(Error::Limit(format!(
+                "a page header declares {declared} bytes uncompressed, more than max_page_size \
+                 ({limit} bytes)"
+            )));
+        }
         swap_body(page, |body| match body {
-            Body::Whole(buf) => Ok((self.body(buf)?, false)),
+            Body::Whole(buf) => Ok((self.body(buf, declared)?, false)),
             Body::V2 {
                 buf,
                 levels,
                 is_compressed,
             } => {
-                if levels > buf.len() {
+                if levels > buf.len() || levels > declared {
                     return Err(Error::Parquet(format!(
-                        "a v2 data page declares {levels} bytes of levels in {} bytes",
+                        "a v2 data page declares {levels} bytes of levels in {} bytes, {declared} \
+                         uncompressed",
                         buf.len()
                     )));
                 }
-                if !is_compressed || buf.len() == levels {
+                if !is_compressed || declared == levels {
                     return Ok((buf.clone(), false));
                 }
-                let values = self.body(&buf[levels..])?;
+                let values = self.body(&buf[levels..], declared - levels)?;
                 let mut out = Vec::new();
                 out.try_reserve_exact(levels + values.len())?;
                 out.extend_from_slice(&buf[..levels]);
@@ -168,17 +201,37 @@ impl ZstdPages {
         })
     }
 
-    /// A page body decompressed: its frame's declared size is checked against the limit
-    /// before the output is allocated; a frame without one grows its output up to the limit.
-    fn body(&mut self, src: &[u8]) -> Result<Bytes> {
-        let limit = self.limits.max_page_size;
+    /// A page body decompressed into `size` bytes, the size its header declares (already
+    /// checked against the limit), reserved fallibly; a body that decompresses to another size
+    /// is corrupt.
+    fn body(&mut self, src: &[u8], size: usize) -> Result<Bytes> {
+        // An empty page (no non-null values) is not decompressed, as the crate does not.
+        if size == 0 {
+            return Ok(Bytes::new());
+        }
+        let out = match self.codec {
+            Compression::ZSTD(_) => self.zstd(src, size)?,
+            other => decompress_other(other, src, size)?,
+        };
+        if out.len() != size {
+            return Err(Error::Parquet(format!(
+                "a page decompresses to {} bytes, its header declares {size}",
+                out.len()
+            )));
+        }
+        Ok(Bytes::from(out))
+    }
+
+    /// zstd, with a pooled context: a frame that declares its size is checked against the
+    /// header's before the output is allocated; one that does not grows its output up to it.
+    fn zstd(&mut self, src: &[u8], size: usize) -> Result<Vec<u8>> {
         if self.decompressor.is_none() {
             self.decompressor = Some(self.pool.decompressor(DecompressParams::default())?);
         }
         let d = self.decompressor.as_mut().expect("just leased");
-        let plan = plan_decompress(src, limit).map_err(|e| match e {
-            Error::Limit(_) => Error::Limit(format!(
-                "a page declares more than max_page_size ({limit} bytes) uncompressed"
+        let plan = plan_decompress(src, size).map_err(|e| match e {
+            Error::Limit(_) => Error::Parquet(format!(
+                "a page's zstd frame declares more than the {size} bytes its header declares"
             )),
             other => other,
         })?;
@@ -192,14 +245,117 @@ impl ZstdPages {
                     d.decompress_exact_raw(src, out.as_mut_ptr(), n)?;
                     out.set_len(n);
                 }
-                Ok(Bytes::from(out))
+                Ok(out)
             }
-            DecompressPlan::Streaming => Ok(Bytes::from(d.decompress_streaming(src, limit)?)),
+            DecompressPlan::Streaming => d.decompress_streaming(src, size).map_err(|e| match e {
+                Error::Limit(_) => Error::Parquet(format!(
+                    "a page decompresses to more than the {size} bytes its header declares"
+                )),
+                other => other,
+            }),
         }
     }
 }
 
-impl Iterator for ZstdPages {
+/// `size` zero bytes, allocated fallibly. Zeroed by the allocator (calloc): a large block comes
+/// from fresh pages of the kernel's, zero already, so a hostile size that decompression then
+/// fails to fill is never written over.
+fn zeroed(size: usize) -> Result<Vec<u8>> {
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    let cannot = || Error::Memory(format!("cannot allocate {size} bytes for a page"));
+    let layout = std::alloc::Layout::array::<u8>(size).map_err(|_| cannot())?;
+    // SAFETY: the layout's size is not zero.
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) };
+    if ptr.is_null() {
+        return Err(cannot());
+    }
+    // SAFETY: `ptr` was allocated by the global allocator with the layout of `size` bytes
+    // (alignment 1), every one of them initialized to zero.
+    Ok(unsafe { Vec::from_raw_parts(ptr, size, size) })
+}
+
+/// A snappy, gzip, brotli, lz4 (Hadoop's framing, else an LZ4 frame, else a raw block, as the
+/// parquet crate and Arrow C++ read it) or lz4_raw page body, decompressed into exactly `size`
+/// bytes; more output than that is refused, not allocated.
+fn decompress_other(codec: Compression, src: &[u8], size: usize) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let corrupt = |e: &dyn std::fmt::Display| {
+        Error::Parquet(format!("corrupt {} page: {e}", codec_name(&codec)))
+    };
+    // A stream read into `size` bytes, which must end there.
+    let exact = |r: &mut dyn Read| -> Result<Vec<u8>> {
+        let mut out = zeroed(size)?;
+        r.read_exact(&mut out).map_err(|e| corrupt(&e))?;
+        if r.read(&mut [0u8; 1]).map_err(|e| corrupt(&e))? != 0 {
+            return Err(corrupt(&format!(
+                "it decompresses to more than the {size} bytes its header declares"
+            )));
+        }
+        Ok(out)
+    };
+    match codec {
+        Compression::SNAPPY => {
+            let n = snap::raw::decompress_len(src).map_err(|e| corrupt(&e))?;
+            if n != size {
+                return Err(corrupt(&format!(
+                    "it declares {n} bytes, its header {size}"
+                )));
+            }
+            let mut out = zeroed(size)?;
+            snap::raw::Decoder::new()
+                .decompress(src, &mut out)
+                .map_err(|e| corrupt(&e))?;
+            Ok(out)
+        }
+        Compression::GZIP(_) => exact(&mut flate2::read::MultiGzDecoder::new(src)),
+        Compression::BROTLI(_) => exact(&mut brotli::Decompressor::new(src, 4096)),
+        Compression::LZ4_RAW => {
+            let mut out = zeroed(size)?;
+            let n = lz4_flex::block::decompress_into(src, &mut out).map_err(|e| corrupt(&e))?;
+            out.truncate(n);
+            Ok(out)
+        }
+        Compression::LZ4 => {
+            let mut out = zeroed(size)?;
+            if hadoop_lz4(src, &mut out).is_some() {
+                return Ok(out);
+            }
+            if let Ok(out) = exact(&mut lz4_flex::frame::FrameDecoder::new(src)) {
+                return Ok(out);
+            }
+            let n = lz4_flex::block::decompress_into(src, &mut out).map_err(|e| corrupt(&e))?;
+            out.truncate(n);
+            Ok(out)
+        }
+        other => Err(Error::Parquet(format!(
+            "{} pages cannot be read",
+            codec_name(&other)
+        ))),
+    }
+}
+
+/// Hadoop's LZ4 framing: blocks each after two big-endian u32s, their decompressed and
+/// compressed sizes, filling `out` exactly; None if `src` is not that.
+fn hadoop_lz4(mut src: &[u8], out: &mut [u8]) -> Option<()> {
+    let mut at = 0usize;
+    while !src.is_empty() {
+        let (sizes, rest) = src.split_first_chunk::<8>()?;
+        let raw = u32::from_be_bytes(sizes[..4].try_into().ok()?) as usize;
+        let compressed = u32::from_be_bytes(sizes[4..].try_into().ok()?) as usize;
+        let block = rest.get(..compressed)?;
+        let room = out.get_mut(at..at.checked_add(raw)?)?;
+        if lz4_flex::block::decompress_into(block, room).ok()? != raw {
+            return None;
+        }
+        at += raw;
+        src = &rest[compressed..];
+    }
+    (at == out.len()).then_some(())
+}
+
+impl Iterator for CompressedPages {
     type Item = ::parquet::errors::Result<Page>;
 
     fn next(&mut self) -> Option<Self::Item> {
@@ -207,7 +363,7 @@ impl Iterator for ZstdPages {
     }
 }
 
-impl PageReader for ZstdPages {
+impl PageReader for CompressedPages {
     fn get_next_page(&mut self) -> ::parquet::errors::Result<Option<Page>> {
         let Some(page) = self.inner.get_next_page()? else {
             // The chunk is done: its context goes back for the next one.
@@ -232,5 +388,72 @@ impl PageReader for ZstdPages {
 
     fn at_record_boundary(&mut self) -> ::parquet::errors::Result<bool> {
         self.inner.at_record_boundary()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data() -> Vec<u8> {
+        (0..100_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect()
+    }
+
+    #[test]
+    fn lz4_is_read_in_hadoop_framing_as_a_frame_and_as_a_raw_block() {
+        let raw = data();
+        let (a, b) = raw.split_at(150_000);
+        let mut hadoop = Vec::new();
+        for part in [a, b] {
+            let block = lz4_flex::block::compress(part);
+            hadoop.extend((part.len() as u32).to_be_bytes());
+            hadoop.extend((block.len() as u32).to_be_bytes());
+            hadoop.extend(block);
+        }
+        let mut frame = lz4_flex::frame::FrameEncoder::new(Vec::new());
+        std::io::Write::write_all(&mut frame, &raw).unwrap();
+        let frame = frame.finish().unwrap();
+        let block = lz4_flex::block::compress(&raw);
+        for src in [hadoop, frame, block] {
+            assert_eq!(
+                decompress_other(Compression::LZ4, &src, raw.len()).unwrap(),
+                raw
+            );
+        }
+    }
+
+    #[test]
+    fn every_codec_refuses_a_size_other_than_its_headers() {
+        let raw = data();
+        let snappy = snap::raw::Encoder::new().compress_vec(&raw).unwrap();
+        let mut gzip = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut gzip, &raw).unwrap();
+        let gzip = gzip.finish().unwrap();
+        let mut brotli = Vec::new();
+        {
+            let mut w = brotli::CompressorWriter::new(&mut brotli, 4096, 1, 22);
+            std::io::Write::write_all(&mut w, &raw).unwrap();
+        }
+        let lz4_raw = lz4_flex::block::compress(&raw);
+        for (codec, src) in [
+            (Compression::SNAPPY, snappy),
+            (Compression::GZIP(Default::default()), gzip),
+            (Compression::BROTLI(Default::default()), brotli),
+            (Compression::LZ4_RAW, lz4_raw.clone()),
+            (Compression::LZ4, lz4_raw),
+        ] {
+            assert_eq!(decompress_other(codec, &src, raw.len()).unwrap(), raw);
+            // Fewer bytes than the body holds, more, and a hostile 2 GiB that is never filled
+            // (allocated zeroed by the kernel, so not written over either).
+            for size in [raw.len() - 1, raw.len() + 1, i32::MAX as usize] {
+                let got = decompress_other(codec, &src, size);
+                assert!(
+                    got.as_ref().map_or(true, |out| out.len() != size),
+                    "{codec:?} {size}"
+                );
+            }
+        }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use ::parquet::arrow::{parquet_to_arrow_field_levels, parquet_to_arrow_schema_by_columns};
 use ::parquet::arrow::{FieldLevels, ProjectionMask};
-use ::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use ::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData};
 use ::parquet::file::reader::{ChunkReader, Length};
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
@@ -66,7 +66,7 @@ pub struct ColumnSummary {
 }
 
 /// pyarrow's spelling of a codec.
-fn codec_name(c: &::parquet::basic::Compression) -> &'static str {
+pub(super) fn codec_name(c: &::parquet::basic::Compression) -> &'static str {
     use ::parquet::basic::Compression as C;
     match c {
         C::UNCOMPRESSED => "UNCOMPRESSED",
@@ -371,6 +371,7 @@ impl ParquetFile {
                 let rows = self.metadata.row_group(g).num_rows().max(0) as usize;
                 let name = projection.schema.field(c).name();
                 catch_panics(&format!("decoding column '{name}'"), || {
+                    reserve_for_decode(self.metadata.row_group(g), &projection.roots[c].1)?;
                     let data_type = projection.schema.field(c).data_type();
                     decode(
                         &levels[c],
@@ -445,6 +446,49 @@ impl ParquetFile {
             done: false,
         })
     }
+}
+
+/// Checks that decoding a column of a row group can have what it allocates for certain: a page
+/// decompressed, its values decoded, and levels for every value, as its footer sizes them. The
+/// parquet crate allocates its decoded values infallibly, so a read too large for the memory
+/// left (an address-space limit, a hostile footer) would abort the process there; reserved
+/// fallibly first, it fails as a `MemoryError` instead. The reservation is given back before
+/// the crate decodes: a check, not a guarantee, when other threads allocate meanwhile, and
+/// values that dictionaries or delta encodings expand beyond their pages are not foreseen.
+fn reserve_for_decode(group: &RowGroupMetaData, leaves: &[usize]) -> Result<()> {
+    use ::parquet::basic::Type;
+    let mut need = 0u64;
+    for &leaf in leaves {
+        let chunk = group.column(leaf);
+        let slot: u64 = match chunk.column_type() {
+            Type::BOOLEAN => 1,
+            Type::INT32 | Type::FLOAT => 4,
+            Type::INT64 | Type::DOUBLE | Type::BYTE_ARRAY => 8,
+            Type::INT96 => 12,
+            Type::FIXED_LEN_BYTE_ARRAY => {
+                u64::try_from(chunk.column_descr().type_length()).unwrap_or(0)
+            }
+        };
+        // The page being decoded, held decompressed; the values it decodes to, as large as
+        // the page's bytes (strings, binaries) or a slot each; and each value's definition and
+        // repetition levels (two bytes each).
+        let values = u64::try_from(chunk.num_values()).unwrap_or(0);
+        let pages = u64::try_from(chunk.uncompressed_size()).unwrap_or(0);
+        need = need
+            .saturating_add(pages)
+            .saturating_add(pages.max(values.saturating_mul(slot)))
+            .saturating_add(values.saturating_mul(4));
+    }
+    let Ok(need) = usize::try_from(need) else {
+        return Err(Error::Memory(format!("decoding needs {need} bytes")));
+    };
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(need).map_err(|_| {
+        Error::Memory(format!(
+            "decoding needs about {need} bytes (its pages decompressed, and its values), which \
+             cannot be allocated"
+        ))
+    })
 }
 
 /// One column of one row group, decoded whole.

@@ -1,0 +1,315 @@
+//! The one field of a Parquet page header that the decompression stage needs and the parquet
+//! crate does not hand over: the page's uncompressed size. The crate allocates a page's
+//! decompressed size from that field, infallibly, so a hostile header (or a large page under a
+//! memory limit) would abort the process. Every chunk is therefore handed to the crate as
+//! uncompressed and each page decompressed here, into an allocation of the size this field
+//! declares, checked against the limit and reserved fallibly first.
+//!
+//! The header is found where the crate reads it: [`WatchedSource`] notes where the crate starts
+//! reading each header and, when it then asks for the page's body, reads the header's bytes in
+//! between with the small Thrift compact-protocol walk below.
+
+use std::sync::{Arc, Mutex};
+
+use ::parquet::file::reader::{ChunkReader, Length};
+use bytes::Bytes;
+
+use super::source::{ParquetSource, SourceRead};
+use crate::error::{Error, Result};
+
+/// Thrift compact types.
+const BOOLEAN_TRUE: u8 = 1;
+const BOOLEAN_FALSE: u8 = 2;
+const BYTE: u8 = 3;
+const I16: u8 = 4;
+const I32: u8 = 5;
+const I64: u8 = 6;
+const DOUBLE: u8 = 7;
+const BINARY: u8 = 8;
+const LIST: u8 = 9;
+const SET: u8 = 10;
+const MAP: u8 = 11;
+const STRUCT: u8 = 12;
+
+/// Deeper nesting than a page header has is refused, not recursed into.
+const MAX_DEPTH: usize = 16;
+
+/// `PageHeader.uncompressed_page_size` (field 2), from the serialized header.
+pub(crate) fn uncompressed_page_size(header: &[u8]) -> Result<usize> {
+    let mut r = Reader { buf: header, at: 0 };
+    let mut last = 0i16;
+    loop {
+        let (id, kind) = match r.field(&mut last)? {
+            Some(f) => f,
+            None => return Err(corrupt("it has no uncompressed_page_size")),
+        };
+        if id == 2 {
+            if kind != I32 {
+                return Err(corrupt("its uncompressed_page_size is not an i32"));
+            }
+            let size = r.zigzag()?;
+            return usize::try_from(size)
+                .map_err(|_| corrupt(&format!("it declares {size} bytes uncompressed")));
+        }
+        r.skip(kind, 0)?;
+    }
+}
+
+fn corrupt(why: &str) -> Error {
+    Error::Parquet(format!("corrupt Parquet page header: {why}"))
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    at: usize,
+}
+
+impl Reader<'_> {
+    fn byte(&mut self) -> Result<u8> {
+        let b = *self
+            .buf
+            .get(self.at)
+            .ok_or_else(|| corrupt("it ends early"))?;
+        self.at += 1;
+        Ok(b)
+    }
+
+    fn advance(&mut self, n: u64) -> Result<()> {
+        let end = usize::try_from(n)
+            .ok()
+            .and_then(|n| self.at.checked_add(n))
+            .filter(|&end| end <= self.buf.len())
+            .ok_or_else(|| corrupt("it ends early"))?;
+        self.at = end;
+        Ok(())
+    }
+
+    fn varint(&mut self) -> Result<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.byte()?;
+            value |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(value);
+            }
+        }
+        Err(corrupt("a varint is longer than 10 bytes"))
+    }
+
+    fn zigzag(&mut self) -> Result<i64> {
+        let v = self.varint()?;
+        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
+    }
+
+    /// The next field's id and type; None at the struct's end.
+    fn field(&mut self, last: &mut i16) -> Result<Option<(i16, u8)>> {
+        let b = self.byte()?;
+        if b == 0 {
+            return Ok(None);
+        }
+        let (delta, kind) = (b >> 4, b & 0x0f);
+        let id = if delta == 0 {
+            i16::try_from(self.zigzag()?).map_err(|_| corrupt("a field id is out of range"))?
+        } else {
+            last.checked_add(i16::from(delta))
+                .ok_or_else(|| corrupt("a field id is out of range"))?
+        };
+        *last = id;
+        Ok(Some((id, kind)))
+    }
+
+    /// Skips one value of type `kind`.
+    fn skip(&mut self, kind: u8, depth: usize) -> Result<()> {
+        if depth > MAX_DEPTH {
+            return Err(corrupt("it nests too deeply"));
+        }
+        match kind {
+            BOOLEAN_TRUE | BOOLEAN_FALSE => Ok(()),
+            BYTE => self.advance(1),
+            I16 | I32 | I64 => self.varint().map(drop),
+            DOUBLE => self.advance(8),
+            BINARY => {
+                let n = self.varint()?;
+                self.advance(n)
+            }
+            LIST | SET => {
+                let head = self.byte()?;
+                let elem = head & 0x0f;
+                let n = match head >> 4 {
+                    15 => self.varint()?,
+                    n => u64::from(n),
+                };
+                self.skip_many(n, elem, depth)
+            }
+            MAP => {
+                let n = self.varint()?;
+                if n == 0 {
+                    return Ok(());
+                }
+                let kinds = self.byte()?;
+                for _ in 0..n {
+                    self.skip_element(kinds >> 4, depth)?;
+                    self.skip_element(kinds & 0x0f, depth)?;
+                }
+                Ok(())
+            }
+            STRUCT => {
+                let mut last = 0;
+                while let Some((_, kind)) = self.field(&mut last)? {
+                    self.skip(kind, depth + 1)?;
+                }
+                Ok(())
+            }
+            other => Err(corrupt(&format!("unknown Thrift type {other}"))),
+        }
+    }
+
+    fn skip_many(&mut self, n: u64, elem: u8, depth: usize) -> Result<()> {
+        // Each element takes a byte at least: a count beyond the bytes left is corrupt, and
+        // refused before it is looped over.
+        if n > (self.buf.len() - self.at) as u64 && elem != BOOLEAN_TRUE {
+            return Err(corrupt("a list declares more elements than it has bytes"));
+        }
+        for _ in 0..n {
+            self.skip_element(elem, depth)?;
+        }
+        Ok(())
+    }
+
+    /// A list's booleans take a byte each, unlike a struct field's.
+    fn skip_element(&mut self, kind: u8, depth: usize) -> Result<()> {
+        match kind {
+            BOOLEAN_TRUE | BOOLEAN_FALSE => self.advance(1),
+            other => self.skip(other, depth + 1),
+        }
+    }
+}
+
+/// The uncompressed sizes of the pages the crate has read the headers of, in order; shared by
+/// a chunk's [`WatchedSource`] and the page reader that decompresses its pages.
+pub(crate) type PageSizes = Arc<Mutex<PageWatch>>;
+
+#[derive(Default)]
+pub(crate) struct PageWatch {
+    /// Where the crate last started reading, and where before that: a header peeked before
+    /// its page is read is followed by a read from the body's start.
+    reads: [Option<u64>; 2],
+    /// The size the last page body's header declares, or why it could not be read.
+    pub(crate) next: Option<Result<usize>>,
+}
+
+/// A chunk's source that notes each page header the crate reads (see the module's comment).
+pub(crate) struct WatchedSource {
+    pub(crate) inner: ParquetSource,
+    pub(crate) watch: PageSizes,
+}
+
+impl Length for WatchedSource {
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+}
+
+impl ChunkReader for WatchedSource {
+    type T = SourceRead;
+
+    fn get_read(&self, start: u64) -> ::parquet::errors::Result<SourceRead> {
+        let mut watch = self.watch.lock().unwrap_or_else(|p| p.into_inner());
+        if watch.reads[0] != Some(start) {
+            watch.reads = [Some(start), watch.reads[0]];
+        }
+        drop(watch);
+        self.inner.get_read(start)
+    }
+
+    fn get_bytes(&self, start: u64, length: usize) -> ::parquet::errors::Result<Bytes> {
+        let mut watch = self.watch.lock().unwrap_or_else(|p| p.into_inner());
+        let header_at = watch.reads.iter().flatten().copied().find(|&at| at < start);
+        watch.next = Some(match header_at {
+            Some(at) => self
+                .inner
+                .get_bytes(at, (start - at) as usize)
+                .map_err(Error::from)
+                .and_then(|header| uncompressed_page_size(&header)),
+            None => Err(Error::Parquet(
+                "a page was read without its header (a page index is not used here)".into(),
+            )),
+        });
+        drop(watch);
+        self.inner.get_bytes(start, length)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A header as the compact protocol writes one: type, sizes, then a data page header.
+    fn header(uncompressed: i32) -> Vec<u8> {
+        fn zigzag(v: i64, out: &mut Vec<u8>) {
+            let mut u = ((v << 1) ^ (v >> 63)) as u64;
+            loop {
+                let b = (u & 0x7f) as u8;
+                u >>= 7;
+                if u == 0 {
+                    out.push(b);
+                    return;
+                }
+                out.push(b | 0x80);
+            }
+        }
+        let mut h = vec![0x15];
+        zigzag(0, &mut h); // type: DATA_PAGE
+        h.push(0x15);
+        zigzag(uncompressed.into(), &mut h);
+        h.push(0x15);
+        zigzag(100, &mut h);
+        h.push(0x2c); // field 5, a struct: the data page header
+        h.extend([0x15, 0x02, 0x00]); // num_values 1, then its end
+        h.push(0x00);
+        h
+    }
+
+    #[test]
+    fn reads_the_declared_size() {
+        for n in [0, 1, 63, 64, 1 << 20, i32::MAX] {
+            assert_eq!(uncompressed_page_size(&header(n)).unwrap(), n as usize);
+        }
+    }
+
+    #[test]
+    fn finds_the_size_after_fields_written_before_it() {
+        // A crc (field 4) written first, with a long field-id delta, then field 2.
+        let mut h = vec![0x45, 0x02];
+        h.extend([0x05, 0x04, 0x0a, 0x00]); // delta 0: field id 2 as a zigzag i16, value 5
+        assert_eq!(uncompressed_page_size(&h).unwrap(), 5);
+    }
+
+    #[test]
+    fn refuses_what_is_not_a_header() {
+        for bad in [
+            &[][..],
+            &[0x00],                   // no fields
+            &[0x15],                   // ends early
+            &[0x16, 0x02],             // field 2 as an i64
+            &[0x25, 0x03],             // a negative size
+            &[0x19, 0xf8, 0xff, 0x0f], // a list of 2047 strings in no bytes
+            &[0x1d],                   // unknown type
+        ] {
+            assert!(uncompressed_page_size(bad).is_err(), "{bad:?}");
+        }
+        let deep: Vec<u8> = std::iter::repeat_n(0x1c, 100).collect();
+        assert!(uncompressed_page_size(&deep).is_err());
+    }
+
+    #[test]
+    fn every_truncation_is_refused() {
+        let h = header(12345);
+        for cut in 0..h.len() - 1 {
+            // The size is found before the end in a longer prefix; a shorter one fails.
+            if let Ok(n) = uncompressed_page_size(&h[..cut]) {
+                assert_eq!(n, 12345);
+            }
+        }
+    }
+}

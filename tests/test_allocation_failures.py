@@ -1,0 +1,172 @@
+"""Allocation failures: each reader, given an input that needs a large allocation, runs under a
+sweep of address-space limits (RLIMIT_AS) from below to above what the read needs. At every
+limit it either reads the data or raises MemoryError (or a zstdpool error that says the memory
+ran out); the process never dies by a signal, as Rust's infallible allocations would make it
+(SIGABRT, "memory allocation of N bytes failed").
+
+Each read runs in a child forked from a process that has imported everything and read the
+input once, so that the limit is set a known distance above what that process already maps.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstdpool
+
+from tests.helpers.env import subprocess_env
+
+# A page of this size is what the Parquet reader aborted on under limits 150-250 MB above the
+# process's size: the sweep reaches from below one copy of it to above three.
+PAGE_MIB = 140
+SWEEP_MIB = list(range(0, 3 * PAGE_MIB + 120, 30))
+
+# Forks a child per limit; prints "<extra MiB> <outcome>" per child, where the outcome is
+# "read", "MemoryError", another exception's name, or "signal <n>".
+SWEEP = """
+import os, resource, sys
+import zstdpool, zstdpool.ipc, zstdpool.parquet
+
+path, warm_path, reader = sys.argv[1], sys.argv[2], sys.argv[3]
+
+def read(data):
+    if reader == "parquet":
+        return zstdpool.parquet.read_table(data).num_rows
+    if reader == "parquet-batches":
+        f = zstdpool.parquet.ParquetFile(data)
+        return sum(b.num_rows for b in f.iter_batches(batch_size=16))
+    if reader == "ipc":
+        return zstdpool.ipc.open_stream(data).read_all().num_rows
+    if reader == "codec":
+        return len(zstdpool.decompress(data, max_output_size=1 << 31))
+    if reader == "abort" and os.getpid() != parent:
+        os.abort()
+    return 0
+
+parent = os.getpid()
+# Warmed on a small input of the same kind: imports done and the pool's contexts made, but no
+# memory left over from a large read for the next one to reuse.
+read(open(warm_path, "rb").read())
+data = open(path, "rb").read()
+
+def mapped():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+for extra in map(int, sys.argv[4:]):
+    pid = os.fork()
+    if pid == 0:
+        limit = mapped() + extra * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        try:
+            read(data)
+            outcome = "read"
+        except MemoryError:
+            outcome = "MemoryError"
+        except BaseException as e:
+            outcome = type(e).__name__ + (
+                "(memory)" if "alloc" in str(e) or "memory" in str(e).lower() else ""
+            )
+        os.write(1, f"{extra} {outcome}\\n".encode())
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        print(extra, "signal", os.WTERMSIG(status), flush=True)
+"""
+
+
+def sweep(tmp_path: Path, reader: str, write: Callable[[pa.Table, Path], object]) -> dict[int, str]:
+    """The outcome at each limit of the sweep, reading what `write` wrote of a table with one
+    large page, after a warm-up on what it wrote of a small table."""
+    big, small = tmp_path / "big", tmp_path / "small"
+    write(one_big_page(), big)
+    write(pa.table({"b": pa.array([b"x"], pa.binary())}), small)
+    result = subprocess.run(
+        [sys.executable, "-c", SWEEP, str(big), str(small), reader, *map(str, SWEEP_MIB)],
+        capture_output=True,
+        text=True,
+        env=subprocess_env(),
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    outcomes = dict(line.split(" ", 1) for line in result.stdout.splitlines() if line.strip())
+    return {int(k): v for k, v in outcomes.items()}
+
+
+def check(outcomes: dict[int, str]) -> None:
+    signalled = {k: v for k, v in outcomes.items() if v.startswith("signal")}
+    assert not signalled, f"killed by a signal at these extra MiB: {signalled} (all: {outcomes})"
+    assert set(outcomes) == set(SWEEP_MIB), outcomes
+    # Below what the read needs it fails cleanly; well above, it reads.
+    assert outcomes[SWEEP_MIB[0]] != "read", outcomes
+    assert outcomes[SWEEP_MIB[-1]] == "read", outcomes
+    for extra, outcome in outcomes.items():
+        assert outcome in ("read", "MemoryError") or outcome.endswith("(memory)"), (
+            extra,
+            outcome,
+        )
+
+
+def one_big_page() -> pa.Table:
+    # Compressible, so that the file is small and every codec is quick, but not constant.
+    value = bytes(range(256)) * 4096
+    return pa.table({"b": pa.array([value] * PAGE_MIB, pa.binary())})
+
+
+@pytest.mark.parametrize("codec", ["zstd", "snappy", "gzip", "brotli", "lz4"])
+def test_the_parquet_reader_never_aborts_on_a_large_page(tmp_path: Path, codec: str) -> None:
+    def write(table: pa.Table, path: Path) -> None:
+        # One page for the column: no dictionary, and a data page as large as the column.
+        pq.write_table(
+            table,
+            path,
+            compression=codec,
+            use_dictionary=False,
+            data_page_size=1 << 30,
+            write_statistics=False,
+        )
+
+    outcomes = sweep(tmp_path, "parquet", write)
+    column = pq.ParquetFile(tmp_path / "big").metadata.row_group(0).column(0)
+    assert column.total_uncompressed_size > PAGE_MIB << 20
+    check(outcomes)
+
+
+def test_the_parquet_batch_reader_never_aborts(tmp_path: Path) -> None:
+    def write(table: pa.Table, path: Path) -> None:
+        pq.write_table(table, path, use_dictionary=False, data_page_size=1 << 30)
+
+    check(sweep(tmp_path, "parquet-batches", write))
+
+
+def test_the_ipc_reader_never_aborts_on_a_large_body(tmp_path: Path) -> None:
+    def write(table: pa.Table, path: Path) -> None:
+        options = pa.ipc.IpcWriteOptions(compression="zstd")
+        with (
+            pa.OSFile(str(path), "wb") as f,
+            pa.ipc.new_stream(f, table.schema, options=options) as w,
+        ):
+            w.write_table(table)
+
+    check(sweep(tmp_path, "ipc", write))
+
+
+def test_the_codec_never_aborts_on_a_large_frame(tmp_path: Path) -> None:
+    def write(table: pa.Table, path: Path) -> None:
+        path.write_bytes(zstdpool.compress(b"".join(table.column(0).to_pylist())))
+
+    check(sweep(tmp_path, "codec", write))
+
+
+def test_the_sweep_reports_a_child_killed_by_a_signal(tmp_path: Path) -> None:
+    outcomes = sweep(tmp_path, "abort", lambda table, path: path.write_bytes(b""))
+    assert outcomes == {extra: f"signal {int(signal.SIGABRT)}" for extra in SWEEP_MIB}
+    with pytest.raises(AssertionError, match="killed by a signal"):
+        check(outcomes)
