@@ -102,11 +102,13 @@ def read_table(
             return reader.read_all()
         names = reader.schema.names
         indices = [_column_index(c, names) for c in columns]
-    options = pa.ipc.IpcReadOptions(included_fields=sorted(set(indices)))
+    included = sorted(set(indices))
+    options = pa.ipc.IpcReadOptions(included_fields=included)
     with ipc.open_file(source, options=options, threads=threads, pool=pool) as reader:
         table = reader.read_all()
-    # The projection reads in schema order; give the columns in the order asked for.
-    return table.select([names[i] for i in indices])
+    # The projection reads in schema order; give the columns in the order asked for, by
+    # position, since names may repeat.
+    return table.select([included.index(i) for i in indices])
 
 
 def read_feather(

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from zstdpool._stats import ReadStats, WriteStats
 from zstdpool._zstdpool import (
     IpcWriter,
     RecordBatchFileReader,
@@ -49,6 +48,8 @@ IpcFileReader = RecordBatchFileReader
 #: pyarrow's option classes, which zstdpool's writers and readers take as they are: code that
 #: spells them `ipc.IpcWriteOptions` keeps working with `import zstdpool.ipc as ipc`.
 _PYARROW_NAMES = ("IpcReadOptions", "IpcWriteOptions")
+#: The stats records, subclasses of pyarrow's.
+_STATS_NAMES = ("ReadStats", "WriteStats")
 
 
 def __getattr__(name: str) -> Any:
@@ -57,6 +58,10 @@ def __getattr__(name: str) -> Any:
         import pyarrow.ipc
 
         return getattr(pyarrow.ipc, name)
+    if name in _STATS_NAMES:
+        from zstdpool import _stats
+
+        return getattr(_stats, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -66,12 +71,12 @@ __all__ = [
     "IpcStreamReader",
     "IpcWriteOptions",  # noqa: F822 - made by __getattr__, on first use
     "IpcWriter",
-    "ReadStats",
+    "ReadStats",  # noqa: F822 - made by __getattr__, on first use
     "RecordBatchFileReader",
     "RecordBatchFileWriter",
     "RecordBatchStreamReader",
     "RecordBatchStreamWriter",
-    "WriteStats",
+    "WriteStats",  # noqa: F822 - made by __getattr__, on first use
     "new_file",
     "new_stream",
     "open_file",

@@ -65,6 +65,15 @@ def test_columns_by_name_and_index_in_the_order_asked(feather: Any, tmp_path: Pa
     pd.testing.assert_frame_equal(frame, FRAME[["f", "c"]])
 
 
+def test_columns_by_index_where_names_repeat(feather: Any, tmp_path: Path) -> None:
+    path = tmp_path / "f.feather"
+    table = pa.table([[1, 2], [3, 4], ["a", "b"]], names=["x", "x", "s"])
+    pyarrow.feather.write_feather(table, path)
+    got = feather.read_table(path, columns=[1, 2, 0])
+    assert got.column_names == ["x", "s", "x"]
+    assert got.column(0).to_pylist() == [3, 4] and got.column(2).to_pylist() == [1, 2]
+
+
 def test_chunksize_and_level(feather: Any, tmp_path: Path) -> None:
     path = tmp_path / "f.feather"
     feather.write_feather(FRAME, path, compression="zstd", compression_level=9, chunksize=12_500)
