@@ -158,3 +158,33 @@ def test_file_footer_metadata():
         assert r.metadata == pa.ipc.open_file(sink.getvalue()).metadata
     with ipc.open_file(write_pyarrow(batches, fmt="file")) as r:
         assert r.metadata is None
+
+
+def _nulls_under_null_ancestors() -> pa.Table:
+    # A non-nullable child holding a null where its parent is valid and the grandparent (a
+    # struct, a list) is null: the value is null as a whole, and pyarrow writes and reads it.
+    field = pa.field("c", pa.int64(), nullable=False)
+    inner = pa.StructArray.from_arrays([pa.array([1, None, 3])], fields=[field])
+    outer = pa.StructArray.from_arrays(
+        [inner], fields=[pa.field("in", inner.type)], mask=pa.array([False, True, False])
+    )
+    listed = pa.ListArray.from_arrays(
+        pa.array([0, 1, 2, 3], pa.int32()), inner, mask=pa.array([False, True, False])
+    )
+    return pa.table({"s": outer, "l": listed})
+
+
+@pytest.mark.parametrize("fmt", ["stream", "file"])
+def test_nulls_in_non_nullable_children_under_null_ancestors_round_trip(fmt):
+    table = _nulls_under_null_ancestors()
+    data = ipc.write_stream(table) if fmt == "stream" else ipc.write_file(table)
+    opened = ipc.open_stream if fmt == "stream" else ipc.open_file
+    assert opened(data).read_all().equals(table)
+    theirs = pyarrow.ipc.open_stream if fmt == "stream" else pyarrow.ipc.open_file
+    assert theirs(data).read_all().equals(table)
+    # And what pyarrow writes of it.
+    sink = pa.BufferOutputStream()
+    new = pyarrow.ipc.new_stream if fmt == "stream" else pyarrow.ipc.new_file
+    with new(sink, table.schema) as w:
+        w.write_table(table)
+    assert opened(sink.getvalue()).read_all().equals(table)

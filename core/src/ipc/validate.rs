@@ -47,7 +47,14 @@ pub(crate) fn validate_columns(batch: RecordBatch, threads: usize) -> Result<Rec
 /// would cost the whole dictionary per batch).
 pub fn validate_full(data: &ArrayData) -> Result<(), ArrowError> {
     data.validate()?;
-    data.validate_nulls()?;
+    if let Err(e) = data.validate_nulls() {
+        // Its last check, a null in a child declared non-nullable, is not refused: it is no
+        // matter of memory safety, arrow-data looks at the immediate parent only (so a null
+        // under a null grandparent fails it), and pyarrow writes and reads such data.
+        if !is_nullability(&e) {
+            return Err(e);
+        }
+    }
     if !offsets_valid(data) {
         data.validate_values()?;
     }
@@ -63,6 +70,12 @@ pub fn validate_full(data: &ArrayData) -> Result<(), ArrowError> {
         })?;
     }
     Ok(())
+}
+
+/// Whether arrow-data's `validate_nulls` failed on a non-nullable child's nulls (the check it
+/// makes after the null count's).
+fn is_nullability(e: &ArrowError) -> bool {
+    matches!(e, ArrowError::InvalidArgumentError(m) if m.starts_with("non-nullable child"))
 }
 
 /// True when `data` is a type whose values check is its offsets, and they pass it. False
