@@ -50,13 +50,14 @@ mkdir -p "$WORK"
 # What versions outside FULL_VERSIONS leave out, and why (the README names these too).
 FULL_VERSIONS="${ZSTDPOOL_FULL_VERSIONS:-3.14t}"
 # Each of these runs the Rust core on data (gold files, fuzz corpora, mutations, clusters,
-# allocation counts) the same way on every CPython; the bindings, the pyarrow and pandas
-# interop, the stubs and the peers that differ by version are all still tested.
+# allocation counts, memory limits) the same way on every CPython; the bindings, the pyarrow
+# and pandas interop, the stubs and the peers that differ by version are all still tested.
 QUICK_SKIP=(
     --ignore=benchmarks                       # the benchmark harness, each workload once
     --ignore=tests/ipc/test_conformance.py    # arrow-testing's gold files and fuzz corpora
     --ignore=tests/ipc/test_reader_hostile.py # every truncation and mutation of a file
     --ignore=tests/test_memory.py             # 20,000 writer lifecycles, process growth
+    --ignore=tests/test_allocation_failures.py # every reader under a sweep of RLIMIT_AS
     --ignore=tests/dask/test_cluster.py       # two-host LocalClusters
     --ignore=tests/dask/test_mixed.py         # a cluster with a worker lacking the preload
     -n 2                                      # and on two workers (pytest-xdist)
