@@ -43,6 +43,24 @@ fn write(format: IpcFormat, compression: Compression, batches: &[RecordBatch]) -
     out
 }
 
+/// Every batch of a stream, read with a pool of its own.
+fn read_all(stream: Vec<u8>) -> Result<Vec<RecordBatch>> {
+    let pool = ContextPool::default();
+    let mut r = StreamReader::try_new(
+        BytesSource::new(Buffer::from_vec(stream)),
+        ReadLimits::default(),
+        &pool,
+        None,
+    )?;
+    let mut got = Vec::new();
+    while let Some(b) = r.next_batch()? {
+        got.push(b);
+    }
+    // Given back at the end of the stream, with the reader still open.
+    assert_eq!(pool.stats().leased, 0);
+    Ok(got)
+}
+
 const CODECS: [Compression; 3] = [
     Compression::None,
     Compression::Zstd(CompressParams::level(1)),
@@ -89,20 +107,7 @@ fn we_read_what_arrow_rs_writes() {
         }
         w.finish().unwrap();
         drop(w);
-        let pool = ContextPool::default();
-        let mut r = StreamReader::try_new(
-            BytesSource::new(Buffer::from_vec(bytes)),
-            ReadLimits::default(),
-            &pool,
-            None,
-        )
-        .unwrap();
-        let mut got = Vec::new();
-        while let Some(b) = r.next_batch().unwrap() {
-            got.push(b);
-        }
-        assert_eq!(got, batches);
-        assert_eq!(pool.stats().leased, 0);
+        assert_eq!(read_all(bytes).unwrap(), batches);
     }
 }
 
@@ -351,21 +356,6 @@ fn as_legacy_compression(stream: &[u8], legacy_name: Option<&str>) -> Vec<u8> {
     }
     message::end_of_stream(&mut out).unwrap();
     out
-}
-
-fn read_all(stream: Vec<u8>) -> Result<Vec<RecordBatch>> {
-    let pool = ContextPool::default();
-    let mut r = StreamReader::try_new(
-        BytesSource::new(Buffer::from_vec(stream)),
-        ReadLimits::default(),
-        &pool,
-        None,
-    )?;
-    let mut got = Vec::new();
-    while let Some(b) = r.next_batch()? {
-        got.push(b);
-    }
-    Ok(got)
 }
 
 #[test]
