@@ -79,6 +79,15 @@ pub fn unwrap_py_error_in(format: errors::Format, err: Error) -> PyErr {
     take_py_error(err).unwrap_or_else(|err| errors::from_core_in(format, err))
 }
 
+/// As [`unwrap_py_error`], for an I/O error: the Python exception a file object raised (a
+/// closed file's `ValueError`, as pyarrow gives it), else an `OSError`.
+pub fn unwrap_py_io_error(err: std::io::Error) -> PyErr {
+    take_py_error(Error::Io(err)).unwrap_or_else(|err| match err {
+        Error::Io(io) => errors::os_error(io),
+        other => errors::from_core(other),
+    })
+}
+
 fn take_py_error(err: Error) -> Result<PyErr, Error> {
     match err {
         Error::Io(io) if io.get_ref().is_some_and(|e| e.is::<PyIoError>()) => {

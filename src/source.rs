@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 
 use crate::buffer::type_name;
 use crate::errors;
-use crate::io::{as_path, to_io};
+use crate::io::{as_path, to_io, unwrap_py_io_error};
 use zstdpool_core::error::{path_error, Result};
 use zstdpool_core::ipc::source::{BytesSource, RandomSource, ReaderSource, Source};
 use zstdpool_core::parquet::{ParquetSource, ReadAt};
@@ -150,7 +150,7 @@ pub fn parquet_source(obj: &Bound<'_, PyAny>) -> PyResult<ParquetSource> {
         let file = PyReadAt(Mutex::new(PyFileLike {
             obj: obj.clone().unbind(),
         }));
-        return ParquetSource::read_at(Arc::new(file)).map_err(errors::os_error);
+        return ParquetSource::read_at(Arc::new(file)).map_err(unwrap_py_io_error);
     }
     Err(errors::wrong_type(format!(
         "source must be a bytes-like object, a path (str or os.PathLike) or a seekable binary \

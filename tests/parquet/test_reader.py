@@ -152,6 +152,20 @@ def test_not_parquet_and_encrypted_files_are_refused_clearly() -> None:
         zp.read_table(3)
 
 
+@pytest.mark.parametrize("opener", ["bytesio", "file"])
+def test_a_closed_file_object_gives_pythons_own_error(opener: str, tmp_path: Path) -> None:
+    # As pyarrow and the IPC readers: the file object's ValueError, not an OSError around it.
+    path = tmp_path / "t.parquet"
+    path.write_bytes(DATA)
+    f = io.BytesIO(DATA) if opener == "bytesio" else open(path, "rb")  # noqa: SIM115
+    f.close()
+    with pytest.raises(ValueError, match="closed file") as raised:
+        zp.read_table(f)
+    assert not isinstance(raised.value, OSError)
+    with pytest.raises(ValueError, match="closed file"):
+        zp.ParquetFile(f)
+
+
 def test_every_truncation_and_many_corruptions_fail_cleanly() -> None:
     pool = zstdpool.ContextPool()
     small = zp.write_table(TABLE.slice(0, 300), row_group_size=100, pool=pool)
