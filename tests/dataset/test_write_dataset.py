@@ -169,6 +169,49 @@ def test_a_partition_that_cannot_be_written_fails_clearly(tmp_path: Path) -> Non
     assert leftovers(tmp_path) == []
 
 
+@pytest.mark.parametrize("behavior", ["overwrite_or_ignore", "delete_matching"])
+@pytest.mark.parametrize("where", ["partition", "nested partition", "file"])
+def test_a_planted_link_is_refused_and_nothing_is_written_outside(
+    tmp_path: Path, behavior: str, where: str
+) -> None:
+    base, outside = tmp_path / "base", tmp_path / "outside"
+    base.mkdir()
+    outside.mkdir()
+    (outside / "keep").write_text("mine")
+    t = pa.table({"k": [0, 0, 1], "j": [5, 5, 5], "v": [1, 2, 3]})
+    if where == "partition":
+        (base / "k=0").symlink_to(outside)
+        partitioning = ["k"]
+    elif where == "nested partition":
+        (base / "k=0").mkdir()
+        (base / "k=0" / "j=5").symlink_to(outside)
+        partitioning = ["k", "j"]
+    else:
+        (base / "k=0").mkdir()
+        (base / "k=0" / "part-0.parquet").symlink_to(outside / "keep")
+        partitioning = ["k"]
+    if behavior == "delete_matching":
+        # The partition is replaced: the link is removed, not followed.
+        zd.write_dataset(t, base, partitioning=partitioning, existing_data_behavior=behavior)
+        assert ds.dataset(base, partitioning="hive").to_table().num_rows == 3
+        assert not any(p.is_symlink() for p in base.rglob("*"))
+    else:
+        with pytest.raises(OSError, match="symbolic link is not followed"):
+            zd.write_dataset(t, base, partitioning=partitioning, existing_data_behavior=behavior)
+    # Nothing written, replaced or deleted where the link points.
+    assert sorted(p.name for p in outside.iterdir()) == ["keep"]
+    assert (outside / "keep").read_text() == "mine"
+    assert leftovers(base) == []
+
+
+def test_a_link_as_base_dir_is_the_callers_and_is_followed(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "link").symlink_to(real)
+    zd.write_dataset(table("int"), tmp_path / "link", partitioning=["k"])
+    assert any(real.rglob("*.parquet"))
+
+
 def test_a_read_only_base_dir_fails_clearly(tmp_path: Path) -> None:
     base = tmp_path / "ro"
     base.mkdir()

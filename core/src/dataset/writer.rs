@@ -5,7 +5,7 @@
 //! threads. Each file goes through a `PathSink`: nothing stays under a final name unless it
 //! is complete.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -18,7 +18,7 @@ use crate::error::{catch_panics, path_error, Error, Result};
 use crate::ipc::{Compression, IpcFormat, IpcWriter, WriterOptions};
 use crate::parallel::{for_each_parallel, resolve_threads};
 use crate::parquet::{PageCodec, ParquetWriter, PerColumn, WriteOptions};
-use crate::path_sink::{Durability, PathSink};
+use crate::path_sink::{Beneath, Durability, PathSink};
 use crate::pool::ContextPool;
 
 /// What each file of a dataset is.
@@ -153,14 +153,17 @@ enum OpenFile {
 }
 
 impl OpenFile {
+    /// The file `name` in the partition directory `dir`, shown as `path`.
     fn create(
+        dir: &Beneath,
+        name: &str,
         path: PathBuf,
         schema: &SchemaRef,
         format: &FileFormat,
         pool: &ContextPool,
         durability: Durability,
     ) -> Result<OpenFile> {
-        let sink = PathSink::create(&path, durability)?;
+        let sink = PathSink::create_beneath(dir, name.as_ref(), &path, durability)?;
         Ok(match format {
             FileFormat::Parquet(options) => {
                 // Files are written in parallel; each file's columns on its own thread.
@@ -262,14 +265,17 @@ struct Partition {
 /// Writes one dataset.
 pub struct DatasetWriter {
     base: PathBuf,
+    /// The base directory, opened once: every partition directory and file is made beneath
+    /// its descriptor, without following a link.
+    base_dir: Beneath,
     options: DatasetOptions,
     template: (String, String),
     schema: SchemaRef,
     partitioner: Partitioner,
     pool: ContextPool,
     partitions: HashMap<String, Partition>,
-    /// Partition directories made (and emptied, for `DeleteMatching`) so far.
-    prepared: HashSet<String>,
+    /// Partition directories made (and emptied, for `DeleteMatching`) so far, opened.
+    prepared: HashMap<String, Beneath>,
     pending_bytes: usize,
     written: Vec<WrittenFile>,
     clock: u64,
@@ -329,14 +335,17 @@ impl DatasetWriter {
             }
             Err(e) => return Err(Error::Io(path_error("cannot write a dataset to", base, e))),
         }
+        let base_dir =
+            Beneath::base(base).map_err(|e| path_error("cannot write a dataset to", base, e))?;
         Ok(DatasetWriter {
             base: base.to_path_buf(),
+            base_dir,
             template,
             schema,
             partitioner,
             pool: pool.clone(),
             partitions: HashMap::new(),
-            prepared: HashSet::new(),
+            prepared: HashMap::new(),
             pending_bytes: 0,
             written: Vec::new(),
             clock: 0,
@@ -417,28 +426,30 @@ impl DatasetWriter {
         result
     }
 
-    /// Makes a partition's directory (emptied first for `DeleteMatching`), once.
+    /// Makes a partition's directory beneath the base directory (emptied first for
+    /// `DeleteMatching`), once, and keeps it open.
     fn prepare(&mut self, dir: &str) -> Result<()> {
-        if self.prepared.contains(dir) {
+        if self.prepared.contains_key(dir) {
             return Ok(());
         }
         let path = self.base.join(dir);
-        if self.options.existing_data == ExistingData::DeleteMatching && !dir.is_empty() {
-            match std::fs::remove_dir_all(&path) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Error::Io(path_error("cannot delete", &path, e))),
+        let relative = Path::new(dir);
+        if self.options.existing_data == ExistingData::DeleteMatching {
+            if let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) {
+                let parent_path = self.base.join(parent);
+                self.base_dir
+                    .child(parent, &parent_path)?
+                    .remove_all(name)
+                    .map_err(|e| path_error("cannot delete", &path, e))?;
             }
         }
-        std::fs::create_dir_all(&path).map_err(|e| path_error("cannot create", &path, e))?;
-        self.prepared.insert(dir.to_string());
+        let opened = self.base_dir.child(relative, &path)?;
+        self.prepared.insert(dir.to_string(), opened);
         Ok(())
     }
 
-    fn file_path(&self, dir: &str, index: usize) -> PathBuf {
-        self.base
-            .join(dir)
-            .join(format!("{}{index}{}", self.template.0, self.template.1))
+    fn file_name(&self, index: usize) -> String {
+        format!("{}{index}{}", self.template.0, self.template.1)
     }
 
     /// Writes each task's partition in parallel. Every task runs even when one fails, so that
@@ -489,9 +500,19 @@ impl DatasetWriter {
                 let mut rest = batch;
                 while rest.num_rows() > 0 {
                     if state.file.is_none() {
-                        let path = self.file_path(&task.dir, state.next_index);
+                        let name = self.file_name(state.next_index);
+                        let path = self.base.join(&task.dir).join(&name);
                         state.next_index += 1;
+                        let dir = self.prepared.get(&task.dir).ok_or_else(|| {
+                            Error::Io(path_error(
+                                "cannot write",
+                                &path,
+                                std::io::Error::other("its directory was not prepared"),
+                            ))
+                        })?;
                         state.file = Some(OpenFile::create(
+                            dir,
+                            &name,
                             path,
                             self.partitioner.file_schema(),
                             &self.options.format,

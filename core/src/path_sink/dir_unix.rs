@@ -6,7 +6,7 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub struct Dir(File);
 
@@ -39,9 +39,57 @@ impl Dir {
         Ok(Dir(file))
     }
 
+    /// Another descriptor of the same directory.
+    pub fn try_clone(&self) -> io::Result<Dir> {
+        self.0.try_clone().map(Dir)
+    }
+
+    /// The directory `name` in this one, created if it is missing (mode 0777 under the umask,
+    /// as `mkdir` gives), and opened without following a link: a symbolic link there, to
+    /// anywhere, is refused (ELOOP or ENOTDIR), never gone through.
+    pub fn open_child(&self, name: &OsStr) -> io::Result<Dir> {
+        let c = cstr(name)?;
+        let fd = self.0.as_raw_fd();
+        // SAFETY: a valid directory descriptor and a NUL-terminated name.
+        if let Err(e) = check(unsafe { libc::mkdirat(fd, c.as_ptr(), 0o777) }) {
+            if e.kind() != io::ErrorKind::AlreadyExists {
+                return Err(e);
+            }
+        }
+        let flags = libc::O_RDONLY | libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        // SAFETY: as above.
+        let child = check(unsafe { libc::openat(fd, c.as_ptr(), flags) })?;
+        // SAFETY: `child` was just opened and is owned by nothing else.
+        Ok(Dir(unsafe { File::from_raw_fd(child) }))
+    }
+
+    /// `name` in this directory as a path that reaches it through this descriptor
+    /// (`/proc/self/fd/N/name`), so that what the path names cannot be swapped by a rename or a
+    /// link above this directory, for as long as the descriptor is open.
+    pub fn path_of(&self, name: &OsStr) -> PathBuf {
+        Path::new("/proc/self/fd")
+            .join(self.0.as_raw_fd().to_string())
+            .join(name)
+    }
+
+    /// What `name` in this directory is, not following a link.
+    pub fn kind(&self, name: &OsStr) -> io::Result<Option<libc::mode_t>> {
+        Ok(self.lstat(name)?.map(|st| st.st_mode & libc::S_IFMT))
+    }
+
     /// The regular file `name` in this directory, if there is one (not following links:
     /// the caller resolved the target already).
     pub fn stat(&self, name: &OsStr) -> io::Result<Option<Existing>> {
+        Ok(self.lstat(name)?.and_then(|st| {
+            ((st.st_mode & libc::S_IFMT) == libc::S_IFREG).then_some(Existing {
+                mode: st.st_mode & 0o777,
+                uid: st.st_uid,
+                gid: st.st_gid,
+            })
+        }))
+    }
+
+    fn lstat(&self, name: &OsStr) -> io::Result<Option<libc::stat>> {
         let c = cstr(name)?;
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
         // SAFETY: a valid directory descriptor, a NUL-terminated name and a stat buffer.
@@ -61,13 +109,7 @@ impl Dir {
                 Err(e)
             };
         }
-        Ok(
-            ((st.st_mode & libc::S_IFMT) == libc::S_IFREG).then_some(Existing {
-                mode: st.st_mode & 0o777,
-                uid: st.st_uid,
-                gid: st.st_gid,
-            }),
-        )
+        Ok(Some(st))
     }
 
     /// Creates `name` exclusively, never through a link, with `existing`'s owner, group and

@@ -133,6 +133,58 @@ impl PathSink {
         };
         let dir = Dir::open(parent).map_err(fail)?;
         let existing = dir.stat(&name).map_err(fail)?;
+        Self::replace_in(dir, name, existing, target, durability, suffix)
+    }
+
+    /// A sink for the file `name` in `dir`, which was opened beneath a dataset's base
+    /// directory without following a link (see [`Beneath`]): an existing regular file is
+    /// replaced, and anything else there (a symbolic link above all) is refused, never
+    /// followed. `shown` is the path that messages and callers see.
+    pub fn create_beneath(
+        dir: &Beneath,
+        name: &OsStr,
+        shown: &Path,
+        durability: Durability,
+    ) -> io::Result<PathSink> {
+        let fail = |e: io::Error| named(shown, e);
+        let existing = match dir.0.kind(name).map_err(fail)? {
+            None => None,
+            Some(libc::S_IFREG) => dir.0.stat(name).map_err(fail)?,
+            Some(libc::S_IFLNK) => return Err(fail(link_refused())),
+            Some(libc::S_IFDIR) => {
+                return Err(fail(io::Error::new(
+                    io::ErrorKind::IsADirectory,
+                    "it is a directory",
+                )))
+            }
+            Some(_) => {
+                return Err(fail(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "it is not a regular file",
+                )))
+            }
+        };
+        let dir = dir.0.try_clone().map_err(fail)?;
+        Self::replace_in(
+            dir,
+            name.to_os_string(),
+            existing,
+            shown,
+            durability,
+            &mut random_suffix,
+        )
+    }
+
+    /// A sink writing a temporary file in `dir`, renamed over `name` on commit.
+    fn replace_in(
+        dir: Dir,
+        name: OsString,
+        existing: Option<dir::Existing>,
+        target: &Path,
+        durability: Durability,
+        suffix: &mut dyn FnMut() -> u64,
+    ) -> io::Result<PathSink> {
+        let fail = |e: io::Error| named(target, e);
         let mut last = None;
         for _ in 0..ATTEMPTS {
             let temp = temp_name(&name, suffix());
@@ -322,6 +374,69 @@ fn random_suffix() -> u64 {
         h.write_u128(t.as_nanos());
     }
     h.finish()
+}
+
+/// A directory opened beneath another without following a link at any step: a dataset's
+/// partition directories, each opened from its base directory's descriptor one component at
+/// a time with `O_NOFOLLOW`. A symbolic link at any of them, whoever planted it and wherever
+/// it points (inside the base directory too), is refused rather than followed, so that
+/// nothing is written or deleted outside the base directory. The base directory itself is
+/// the caller's path and is opened as given.
+pub struct Beneath(Dir);
+
+impl Beneath {
+    /// The base directory.
+    pub fn base(path: &Path) -> io::Result<Beneath> {
+        Dir::open(path).map(Beneath)
+    }
+
+    /// The directory `relative` (plain names, no `..`) beneath this one, each missing
+    /// component created; `shown` is its path for messages.
+    pub fn child(&self, relative: &Path, shown: &Path) -> io::Result<Beneath> {
+        let mut dir = self.0.try_clone()?;
+        for part in relative.components() {
+            let std::path::Component::Normal(name) = part else {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "{} is not a plain path beneath the base directory",
+                        shown.display()
+                    ),
+                ));
+            };
+            dir = dir.open_child(name).map_err(|e| match e.raw_os_error() {
+                Some(libc::ELOOP) | Some(libc::ENOTDIR) => crate::error::path_error(
+                    "cannot create",
+                    shown,
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("{}: {}", name.to_string_lossy(), link_refused()),
+                    ),
+                ),
+                _ => crate::error::path_error("cannot create", shown, e),
+            })?;
+        }
+        Ok(Beneath(dir))
+    }
+
+    /// Removes `name` in this directory and everything below it, without following a link
+    /// (a link there is removed, not what it points to); nothing if it is missing.
+    pub fn remove_all(&self, name: &OsStr) -> io::Result<()> {
+        // std's remove_dir_all opens every directory it descends into with O_NOFOLLOW beneath
+        // its parent's descriptor; the path through /proc/self/fd starts it at this
+        // directory's descriptor, not at a path that could be swapped.
+        match std::fs::remove_dir_all(self.0.path_of(name)) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+}
+
+fn link_refused() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidInput,
+        "a symbolic link is not followed beneath a dataset's base directory",
+    )
 }
 
 #[path = "dir_unix.rs"]

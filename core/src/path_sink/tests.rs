@@ -163,3 +163,40 @@ fn long_names_make_valid_temporary_names() {
     assert!(temp.to_str().is_some());
     assert!(is_temp_name(&temp));
 }
+
+#[test]
+fn beneath_a_base_no_link_is_followed_and_no_path_leaves_it() {
+    let root = tempdir("beneath");
+    let (base, outside) = (root.join("base"), root.join("outside"));
+    std::fs::create_dir_all(&base).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, base.join("link")).unwrap();
+    let b = Beneath::base(&base).unwrap();
+    // Directories are made one component at a time, each opened without following a link.
+    let made = b.child(Path::new("a/b"), &base.join("a/b")).unwrap();
+    assert!(base.join("a/b").is_dir());
+    for bad in ["link", "link/x", "a/../link", "../outside", "/tmp"] {
+        let err = b.child(Path::new(bad), &base.join(bad)).err();
+        assert!(err.is_some(), "{bad}");
+    }
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
+    // A file is written through the directory's descriptor; a link at its name is refused.
+    let mut sink =
+        PathSink::create_beneath(&made, "f".as_ref(), &base.join("a/b/f"), Durability::Rename)
+            .unwrap();
+    sink.write_all(b"data").unwrap();
+    sink.commit().unwrap();
+    assert_eq!(read(&base.join("a/b/f")), b"data");
+    std::os::unix::fs::symlink(outside.join("victim"), base.join("a/b/g")).unwrap();
+    let refused =
+        PathSink::create_beneath(&made, "g".as_ref(), &base.join("a/b/g"), Durability::Rename);
+    assert!(refused.is_err());
+    // Removal removes a link, not what it points to.
+    std::fs::write(outside.join("keep"), b"x").unwrap();
+    b.remove_all("link".as_ref()).unwrap();
+    assert!(outside.join("keep").exists() && !base.join("link").exists());
+    b.remove_all("a".as_ref()).unwrap();
+    assert!(!base.join("a").exists());
+    b.remove_all("missing".as_ref()).unwrap();
+    std::fs::remove_dir_all(&root).unwrap();
+}
