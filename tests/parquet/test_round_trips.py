@@ -7,6 +7,7 @@ import io
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import zstdpool
 import zstdpool.parquet as zp
@@ -160,3 +161,22 @@ def test_duckdb_reads_our_files_as_it_reads_pyarrows(name: str, tmp_path: Path) 
         pytest.skip(f"duckdb does not read {name} from pyarrow's file either")
     ours = read(zp.write_table(table), "ours.parquet")
     assert ours is not None and ours.equals(theirs), (ours, theirs)
+
+
+def test_fixed_size_binary_dictionaries_read_back_as_their_values_as_in_pyarrow() -> None:
+    values = pa.array([b"ab", b"cd", b"ab", None], pa.binary(2))
+    dictionary = values.dictionary_encode()
+    table = pa.table(
+        {
+            "d": dictionary,
+            "l": pa.ListArray.from_arrays(pa.array([0, 1, 3, 4, 4], pa.int32()), dictionary),
+            "s": pa.StructArray.from_arrays([dictionary], ["x"]),
+        }
+    )
+    # What pyarrow gives for its own file: the dictionaries' values.
+    expected = pq.read_table(pa.BufferReader(pyarrow_write(table)))
+    assert expected.column("d").type == pa.binary(2)
+    data = zp.write_table(table)
+    assert pq.read_table(pa.BufferReader(data)).equals(expected)
+    assert zp.read_table(data).equals(expected)
+    assert zp.read_table(pyarrow_write(table)).equals(expected)

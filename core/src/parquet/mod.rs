@@ -8,6 +8,10 @@
 //! reader hands it (every codec, into the size `page_header` reads from the page's header),
 //! before the crate decodes the values; `source` gives the bytes.
 
+use std::sync::Arc;
+
+use arrow_schema::{DataType, FieldRef};
+
 mod body;
 mod footer;
 mod options;
@@ -25,6 +29,32 @@ pub use pages::ParquetLimits;
 pub use reader::{Batches, ColumnSummary, FileSummary, ParquetFile, Projection, RowGroupSummary};
 pub use source::{ParquetSource, ReadAt};
 pub use writer::ParquetWriter;
+
+/// `dt` with `swap` applied to it and to every type nested in it, outermost first: where
+/// `swap` gives a type, that type is used as it is; elsewhere the children are mapped.
+pub(crate) fn map_types(dt: &DataType, swap: &dyn Fn(&DataType) -> Option<DataType>) -> DataType {
+    if let Some(t) = swap(dt) {
+        return t;
+    }
+    let field = |f: &FieldRef| {
+        Arc::new(
+            f.as_ref()
+                .clone()
+                .with_data_type(map_types(f.data_type(), swap)),
+        )
+    };
+    match dt {
+        DataType::List(f) => DataType::List(field(f)),
+        DataType::LargeList(f) => DataType::LargeList(field(f)),
+        DataType::ListView(f) => DataType::ListView(field(f)),
+        DataType::LargeListView(f) => DataType::LargeListView(field(f)),
+        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
+        DataType::Map(f, sorted) => DataType::Map(field(f), *sorted),
+        DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect()),
+        DataType::Dictionary(k, v) => DataType::Dictionary(k.clone(), Box::new(map_types(v, swap))),
+        other => other.clone(),
+    }
+}
 
 #[cfg(test)]
 mod tests;

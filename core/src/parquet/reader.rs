@@ -146,11 +146,11 @@ impl ParquetFile {
             }
         }
         let schema = catch_panics("reading the schema", || {
-            Ok(parquet_to_arrow_schema_by_columns(
+            Ok(readable(parquet_to_arrow_schema_by_columns(
                 descr,
                 ProjectionMask::all(),
                 metadata.file_metadata().key_value_metadata(),
-            )?)
+            )?))
         })?;
         Ok(ParquetFile {
             source,
@@ -276,11 +276,11 @@ impl ParquetFile {
         }
         let mut fields = Vec::with_capacity(roots.len());
         for (_, leaves) in &roots {
-            let one = parquet_to_arrow_schema_by_columns(
+            let one = readable(parquet_to_arrow_schema_by_columns(
                 descr,
                 ProjectionMask::leaves(descr, leaves.iter().copied()),
                 self.metadata.file_metadata().key_value_metadata(),
-            )?;
+            )?);
             fields.push(one.field(0).clone());
         }
         Ok(Projection {
@@ -489,6 +489,28 @@ fn reserve_for_decode(group: &RowGroupMetaData, leaves: &[usize]) -> Result<()> 
              cannot be allocated"
         ))
     })
+}
+
+/// The schema the file's columns are read as: `schema`, from the file's `ARROW:schema`,
+/// with its fixed-size binary dictionaries read as their values, as pyarrow reads them (the
+/// parquet crate cannot decode fixed-length byte arrays into a dictionary).
+fn readable(schema: Schema) -> Schema {
+    let fields: Vec<_> = schema
+        .fields()
+        .iter()
+        .map(|f| {
+            let dt = super::map_types(f.data_type(), &|t| match t {
+                arrow_schema::DataType::Dictionary(_, v)
+                    if matches!(v.as_ref(), arrow_schema::DataType::FixedSizeBinary(_)) =>
+                {
+                    Some(v.as_ref().clone())
+                }
+                _ => None,
+            });
+            Arc::new(f.as_ref().clone().with_data_type(dt))
+        })
+        .collect();
+    Schema::new_with_metadata(fields, schema.metadata().clone())
 }
 
 /// One column of one row group, decoded whole.

@@ -15,6 +15,7 @@ use ::parquet::schema::types::SchemaDescriptor;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, FieldRef, Schema, SchemaRef, TimeUnit};
 
+use super::map_types;
 use super::options::{PageCodec, WriteOptions};
 use super::repage::{repage, CaptureFactory, EncodedChunk};
 use crate::batch_schema::check_schema;
@@ -386,26 +387,27 @@ fn parquet_schema(schema: &Schema) -> Result<SchemaDescriptor> {
 
 /// `dt` as stored: Parquet has no seconds unit for timestamps or times, so they are stored in
 /// milliseconds, as pyarrow stores them (readers then see milliseconds, as after pyarrow), and
-/// no list views.
+/// no list views; a fixed-size binary dictionary is stored as its values.
 fn coerce(dt: &DataType) -> DataType {
     let field = |f: &FieldRef| Arc::new(f.as_ref().clone().with_data_type(coerce(f.data_type())));
-    match dt {
+    map_types(dt, &|t| match t {
         DataType::Timestamp(TimeUnit::Second, tz) => {
-            DataType::Timestamp(TimeUnit::Millisecond, tz.clone())
+            Some(DataType::Timestamp(TimeUnit::Millisecond, tz.clone()))
         }
-        DataType::Time32(TimeUnit::Second) => DataType::Time32(TimeUnit::Millisecond),
-        DataType::List(f) => DataType::List(field(f)),
-        DataType::LargeList(f) => DataType::LargeList(field(f)),
+        DataType::Time32(TimeUnit::Second) => Some(DataType::Time32(TimeUnit::Millisecond)),
         // Parquet has no list views; stored as the lists they are (polars 2.1 panics on a list
         // view in `ARROW:schema`).
-        DataType::ListView(f) => DataType::List(field(f)),
-        DataType::LargeListView(f) => DataType::LargeList(field(f)),
-        DataType::FixedSizeList(f, n) => DataType::FixedSizeList(field(f), *n),
-        DataType::Map(f, sorted) => DataType::Map(field(f), *sorted),
-        DataType::Struct(fields) => DataType::Struct(fields.iter().map(field).collect()),
-        DataType::Dictionary(k, v) => DataType::Dictionary(k.clone(), Box::new(coerce(v))),
-        other => other.clone(),
-    }
+        DataType::ListView(f) => Some(DataType::List(field(f))),
+        DataType::LargeListView(f) => Some(DataType::LargeList(field(f))),
+        // Stored as its values (Parquet's own dictionary encoding still applies): pyarrow
+        // reads a fixed-size binary dictionary back as its values, and cannot read one that
+        // `ARROW:schema` declares a dictionary when arrow-rs wrote it ("Unencoded byte array
+        // data bytes does not support FIXED_LEN_BYTE_ARRAY").
+        DataType::Dictionary(_, v) if matches!(v.as_ref(), DataType::FixedSizeBinary(_)) => {
+            Some(coerce(v))
+        }
+        _ => None,
+    })
 }
 
 /// Per top-level field, the codec of each of its leaf columns.
