@@ -13,7 +13,7 @@ use ::parquet::file::metadata::KeyValue;
 use ::parquet::file::writer::SerializedFileWriter;
 use ::parquet::schema::types::SchemaDescriptor;
 use arrow_array::{Array, RecordBatch};
-use arrow_schema::{DataType, FieldRef, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{DataType, FieldRef, IntervalUnit, Schema, SchemaRef, TimeUnit};
 
 use super::map_types;
 use super::options::{PageCodec, WriteOptions};
@@ -360,6 +360,31 @@ impl Leases {
 
 /// The Parquet schema of `schema`, or an error naming the first column Parquet cannot hold.
 fn parquet_schema(schema: &Schema) -> Result<SchemaDescriptor> {
+    // Refused before anything is written, rows or none: the crate converts both types to a
+    // Parquet schema, then panics (width 0) or fails (intervals) at the first value.
+    for field in schema.fields() {
+        let why = std::cell::Cell::new(None);
+        map_types(field.data_type(), &|t| {
+            match t {
+                DataType::FixedSizeBinary(0) => why.set(Some(
+                    "a fixed-size binary of width 0 has no FIXED_LEN_BYTE_ARRAY, whose length is \
+                     at least 1",
+                )),
+                DataType::Interval(IntervalUnit::MonthDayNano) => why.set(Some(
+                    "Parquet's INTERVAL holds milliseconds, not a month-day-nanosecond interval",
+                )),
+                _ => {}
+            }
+            None
+        });
+        if let Some(why) = why.get() {
+            return Err(Error::Parquet(format!(
+                "column '{}' ({}) cannot be written to Parquet: {why}",
+                field.name(),
+                field.data_type()
+            )));
+        }
+    }
     let convert = |s: &Schema| {
         catch_panics("converting the schema", || {
             Ok(ArrowSchemaConverter::new()

@@ -1,0 +1,178 @@
+"""Property tests: arbitrary Arrow tables, drawn with pyarrow's own hypothesis strategies
+(``pyarrow.tests.strategies``, so the types and the nulls are those pyarrow tests itself with),
+go through every writer and reader pair of zstdpool (IPC stream and file, Feather, Parquet,
+datasets) and are read back by zstdpool and by pyarrow.
+
+What may differ is only what is documented: Parquet's type mappings (the test takes pyarrow's
+own round trip of the same table as the reference, with zstdpool's documented mappings applied
+to its types), and a null in a top-level column declared non-nullable, which zstdpool's writers
+refuse (README, "Coming from pyarrow.ipc").
+"""
+
+from __future__ import annotations
+
+import io
+import tempfile
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.feather
+import pyarrow.parquet as pq
+import pyarrow.tests.strategies as past
+import pytest
+import zstdpool
+import zstdpool.dataset as zd
+import zstdpool.feather as zf
+import zstdpool.ipc as zi
+import zstdpool.parquet as zp
+from hypothesis import HealthCheck, given, settings
+
+
+def _naive_timestamp(t: pa.DataType) -> bool:
+    # pyarrow's `arrays` strategy skips the test (pytest.skip) on a timestamp without a zone.
+    if pa.types.is_timestamp(t):
+        return t.tz is None
+    if pa.types.is_dictionary(t):
+        return _naive_timestamp(t.value_type)
+    return any(_naive_timestamp(t.field(i).type) for i in range(t.num_fields))
+
+
+TABLES = past.tables(past.all_types.filter(lambda t: not _naive_timestamp(t)), max_fields=4)
+SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    derandomize=True,
+)
+
+
+def _refused_nulls(table: pa.Table) -> bool:
+    """Whether a top-level column declared non-nullable holds a null (refused by design)."""
+    return any(
+        not f.nullable and c.null_count for f, c in zip(table.schema, table.columns, strict=True)
+    )
+
+
+def _writes(table: pa.Table, write: object) -> bytes | None:
+    """What `write()` returns, or None where the table holds a refused null and the writer
+    refused it, saying why."""
+    if _refused_nulls(table):
+        with pytest.raises(pa.ArrowInvalid, match="non-nullable"):
+            write()  # type: ignore[operator]
+        return None
+    return write()  # type: ignore[operator, no-any-return]
+
+
+@SETTINGS
+@given(TABLES)
+def test_ipc_streams_and_files(table: pa.Table) -> None:
+    for write, zread, pread in [
+        (zi.write_stream, zi.open_stream, pa.ipc.open_stream),
+        (zi.write_file, zi.open_file, pa.ipc.open_file),
+    ]:
+        data = _writes(table, lambda: write(table))  # noqa: B023
+        if data is None:
+            continue
+        assert zread(data).read_all().equals(table)
+        assert pread(data).read_all().equals(table)
+
+
+@SETTINGS
+@given(TABLES)
+def test_feather(table: pa.Table) -> None:
+    sink = io.BytesIO()
+    if _writes(table, lambda: zf.write_feather(table, sink) or b"") is None:
+        return
+    assert zf.read_table(io.BytesIO(sink.getvalue())).equals(table)
+    assert pyarrow.feather.read_table(io.BytesIO(sink.getvalue())).equals(table)
+
+
+def _stored(t: pa.DataType) -> pa.DataType:
+    """The type zstdpool reads back from Parquet where pyarrow reads back `t` (README, Parquet):
+    seconds as milliseconds and list views as lists."""
+    if pa.types.is_timestamp(t) and t.unit == "s":
+        return pa.timestamp("ms", t.tz)
+    if pa.types.is_time32(t) and t.unit == "s":
+        return pa.time32("ms")
+    if pa.types.is_list_view(t) or pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_stored(t.value_type)))
+    if pa.types.is_large_list_view(t) or pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_stored(t.value_type)))
+    if pa.types.is_fixed_size_list(t):
+        return pa.list_(t.value_field.with_type(_stored(t.value_type)), t.list_size)
+    if pa.types.is_map(t):
+        return pa.map_(
+            t.key_field.with_type(_stored(t.key_type)),
+            t.item_field.with_type(_stored(t.item_type)),
+            t.keys_sorted,
+        )
+    if pa.types.is_struct(t):
+        return pa.struct(
+            [t.field(i).with_type(_stored(t.field(i).type)) for i in range(t.num_fields)]
+        )
+    if pa.types.is_dictionary(t):
+        return pa.dictionary(t.index_type, _stored(t.value_type), t.ordered)
+    return t
+
+
+def _pyarrow_read(source: object) -> pa.Table:
+    # ParquetFile.read, not pq.read_table: that scans through pyarrow.dataset, which cannot
+    # read columns whose names repeat.
+    return pq.ParquetFile(source).read()
+
+
+def _pyarrow_parquet(table: pa.Table) -> pa.Table | Exception:
+    """pyarrow's own round trip of `table`, the reference for a Parquet round trip; or what
+    pyarrow's writer raised."""
+    sink = io.BytesIO()
+    try:
+        pq.write_table(table, sink)
+    except (pa.ArrowException, OSError) as e:
+        return e
+    return _pyarrow_read(io.BytesIO(sink.getvalue()))
+
+
+def _same(got: pa.Table, reference: pa.Table) -> None:
+    """`got` is `reference` with zstdpool's documented types: the same values, compared as
+    Python objects (pyarrow cannot cast every list view to a list)."""
+    expected = pa.schema([f.with_type(_stored(f.type)) for f in reference.schema])
+    assert got.schema.equals(expected), (got.schema, expected)
+    assert got.to_pylist() == reference.to_pylist()
+
+
+def _refuses(write: object) -> None:
+    with pytest.raises((pa.ArrowException, zstdpool.ZstdError, OSError)):
+        write()  # type: ignore[operator]
+
+
+@SETTINGS
+@given(TABLES)
+def test_parquet(table: pa.Table) -> None:
+    reference = _pyarrow_parquet(table)
+    if isinstance(reference, Exception) or _refused_nulls(table):
+        # What pyarrow cannot store, zstdpool refuses too, with an exception.
+        _refuses(lambda: zp.write_table(table))
+        return
+    data = zp.write_table(table)
+    _same(zp.read_table(data), reference)
+    _same(_pyarrow_read(pa.BufferReader(data)), reference)
+
+
+@SETTINGS
+@given(TABLES)
+def test_datasets(table: pa.Table) -> None:
+    reference = _pyarrow_parquet(table)
+    with tempfile.TemporaryDirectory() as d:
+        if table.num_rows == 0:
+            # As pyarrow's write_dataset: no rows, no files (and no type refused).
+            assert zd.write_dataset(table, d) == []
+            return
+        if isinstance(reference, Exception) or _refused_nulls(table):
+            _refuses(lambda: zd.write_dataset(table, d))
+            return
+        files = zd.write_dataset(table, d)
+        # Each file read on its own: pyarrow.dataset cannot scan columns whose names repeat.
+        _same(pa.concat_tables(_pyarrow_read(f["path"]) for f in files), reference)
+        ipc_files = zd.write_dataset(table, Path(d) / "ipc", format="ipc")
+        got = pa.concat_tables(pa.ipc.open_file(f["path"]).read_all() for f in ipc_files)
+        assert got.equals(table)
