@@ -46,7 +46,8 @@ def write_feather(
     """Writes ``df`` (a pandas DataFrame, a pyarrow Table or anything the IPC writers take)
     to ``dest`` (a path or a binary file object) as a Feather version 2 file.
 
-    ``compression`` is "zstd" (at ``compression_level``, 1 by default), "lz4", or
+    ``compression`` is "zstd" (at ``compression_level``, 1 by default), "lz4" (one level: a
+    ``compression_level`` is accepted, as pyarrow accepts it, and has no effect), or
     "uncompressed" or None for none; ``chunksize`` is the most rows per record batch (64K
     by default). A path is written under a temporary name and renamed into place when
     complete, so a failed write leaves nothing under its name; ``fsync=True`` also makes it
@@ -62,6 +63,15 @@ def write_feather(
         )
     if chunksize is not None and chunksize <= 0:
         raise errors.ParameterError(f"chunksize must be at least 1, not {chunksize}")
+    if compression == "lz4" and compression_level is not None:
+        # pyarrow takes any integer level with lz4 (LZ4 frame levels 1-12, clamped); lz4 here
+        # has one level (lz4_flex), so the level is checked to be one and then has no effect.
+        if not isinstance(compression_level, int) or isinstance(compression_level, bool):
+            raise TypeError(
+                f"compression_level must be an int or None, not "
+                f"{type(compression_level).__name__}"
+            )
+        compression_level = None
     table = _as_table(df)
     with ipc.new_file(
         dest,

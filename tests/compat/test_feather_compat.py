@@ -74,6 +74,13 @@ def test_columns_by_index_where_names_repeat(feather: Any, tmp_path: Path) -> No
     assert got.column(0).to_pylist() == [3, 4] and got.column(2).to_pylist() == [1, 2]
 
 
+def test_lz4_takes_a_level_as_pyarrow_does(feather: Any, tmp_path: Path) -> None:
+    path = tmp_path / "f.feather"
+    feather.write_feather(FRAME, path, compression="lz4", compression_level=9)
+    pd.testing.assert_frame_equal(pyarrow.feather.read_feather(path), FRAME)
+    assert pa.ipc.open_file(path).schema.equals(pa.Table.from_pandas(FRAME).schema)
+
+
 def test_chunksize_and_level(feather: Any, tmp_path: Path) -> None:
     path = tmp_path / "f.feather"
     feather.write_feather(FRAME, path, compression="zstd", compression_level=9, chunksize=12_500)
