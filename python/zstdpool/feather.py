@@ -68,8 +68,7 @@ def write_feather(
         # has one level (lz4_flex), so the level is checked to be one and then has no effect.
         if not isinstance(compression_level, int) or isinstance(compression_level, bool):
             raise TypeError(
-                f"compression_level must be an int or None, not "
-                f"{type(compression_level).__name__}"
+                f"compression_level must be an int or None, not {type(compression_level).__name__}"
             )
         compression_level = None
     table = _as_table(df)
