@@ -11,6 +11,7 @@ refuse (README, "Coming from pyarrow.ipc").
 
 from __future__ import annotations
 
+import datetime
 import io
 import tempfile
 from pathlib import Path
@@ -25,7 +26,7 @@ import zstdpool.dataset as zd
 import zstdpool.feather as zf
 import zstdpool.ipc as zi
 import zstdpool.parquet as zp
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 
 def _naive_timestamp(t: pa.DataType) -> bool:
@@ -43,6 +44,7 @@ SETTINGS = settings(
     deadline=None,
     suppress_health_check=list(HealthCheck),
     derandomize=True,
+    database=None,
 )
 
 
@@ -94,6 +96,10 @@ def _stored(t: pa.DataType) -> pa.DataType:
         return pa.timestamp("ms", t.tz)
     if pa.types.is_time32(t) and t.unit == "s":
         return pa.time32("ms")
+    if pa.types.is_date64(t):
+        # Stored as date32 by both; pyarrow reads its own back as date32, and zstdpool's (whose
+        # ARROW:schema keeps date64) as date64: the same dates, compared as one type here.
+        return pa.date32()
     if pa.types.is_list_view(t) or pa.types.is_list(t):
         return pa.list_(t.value_field.with_type(_stored(t.value_type)))
     if pa.types.is_large_list_view(t) or pa.types.is_large_list(t):
@@ -136,7 +142,8 @@ def _same(got: pa.Table, reference: pa.Table) -> None:
     """`got` is `reference` with zstdpool's documented types: the same values, compared as
     Python objects (pyarrow cannot cast every list view to a list)."""
     expected = pa.schema([f.with_type(_stored(f.type)) for f in reference.schema])
-    assert got.schema.equals(expected), (got.schema, expected)
+    seen = pa.schema([f.with_type(_stored(f.type)) for f in got.schema])
+    assert seen.equals(expected), (got.schema, expected)
     assert got.to_pylist() == reference.to_pylist()
 
 
@@ -147,6 +154,7 @@ def _refuses(write: object) -> None:
 
 @SETTINGS
 @given(TABLES)
+@example(pa.table({"d": pa.array([datetime.date(2026, 12, 3), None], pa.date64())}))
 def test_parquet(table: pa.Table) -> None:
     reference = _pyarrow_parquet(table)
     if isinstance(reference, Exception) or _refused_nulls(table):
