@@ -13,6 +13,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import sysconfig
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +23,8 @@ import pytest
 import zstdpool
 
 from tests.helpers.env import subprocess_env
+
+FREE_THREADED = bool(sysconfig.get_config_var("Py_GIL_DISABLED"))
 
 # A page of this size is what the Parquet reader aborted on under limits 150-250 MB above the
 # process's size: the sweep reaches from below one copy of it to above three.
@@ -100,12 +103,14 @@ def sweep(tmp_path: Path, reader: str, write: Callable[[pa.Table, Path], object]
     return {int(k): v for k, v in outcomes.items()}
 
 
-def check(outcomes: dict[int, str]) -> None:
+def check(outcomes: dict[int, str], *, reaches_below: bool = True) -> None:
     signalled = {k: v for k, v in outcomes.items() if v.startswith("signal")}
     assert not signalled, f"killed by a signal at these extra MiB: {signalled} (all: {outcomes})"
     assert set(outcomes) == set(SWEEP_MIB), outcomes
-    # Below what the read needs it fails cleanly; well above, it reads.
-    assert outcomes[SWEEP_MIB[0]] != "read", outcomes
+    # Below what the read needs it fails cleanly (where the sweep can reach below it); well
+    # above, it reads.
+    if reaches_below:
+        assert outcomes[SWEEP_MIB[0]] != "read", outcomes
     assert outcomes[SWEEP_MIB[-1]] == "read", outcomes
     for extra, outcome in outcomes.items():
         assert outcome in ("read", "MemoryError") or outcome.endswith("(memory)"), (
@@ -162,7 +167,10 @@ def test_the_codec_never_aborts_on_a_large_frame(tmp_path: Path) -> None:
     def write(table: pa.Table, path: Path) -> None:
         path.write_bytes(zstdpool.compress(b"".join(table.column(0).to_pylist())))
 
-    check(sweep(tmp_path, "codec", write))
+    # The output is a Python bytes object: on a free-threaded CPython its allocator
+    # (mimalloc) serves it from address space reserved before the limit, which no limit then
+    # takes away, so the sweep cannot reach below what the read needs there.
+    check(sweep(tmp_path, "codec", write), reaches_below=not FREE_THREADED)
 
 
 def test_the_sweep_reports_a_child_killed_by_a_signal(tmp_path: Path) -> None:
