@@ -434,16 +434,18 @@ impl DatasetWriter {
         }
         let path = self.base.join(dir);
         let relative = Path::new(dir);
-        if self.options.existing_data == ExistingData::DeleteMatching {
-            if let (Some(parent), Some(name)) = (relative.parent(), relative.file_name()) {
-                let parent_path = self.base.join(parent);
-                self.base_dir
-                    .child(parent, &parent_path)?
+        let opened = match (relative.parent(), relative.file_name()) {
+            (Some(parent), Some(name))
+                if self.options.existing_data == ExistingData::DeleteMatching =>
+            {
+                let above = self.base_dir.child(parent, &self.base.join(parent))?;
+                above
                     .remove_all(name)
                     .map_err(|e| path_error("cannot delete", &path, e))?;
+                above.child(Path::new(name), &path)?
             }
-        }
-        let opened = self.base_dir.child(relative, &path)?;
+            _ => self.base_dir.child(relative, &path)?,
+        };
         self.prepared.insert(dir.to_string(), opened);
         Ok(())
     }

@@ -30,6 +30,15 @@ pub use reader::{Batches, ColumnSummary, FileSummary, ParquetFile, Projection, R
 pub use source::{ParquetSource, ReadAt};
 pub use writer::ParquetWriter;
 
+/// The values of a fixed-size binary dictionary, which the parquet crate cannot decode into a
+/// dictionary: written and read as their values, as pyarrow reads them.
+pub(crate) fn fixed_size_dictionary_values(dt: &DataType) -> Option<&DataType> {
+    match dt {
+        DataType::Dictionary(_, v) if matches!(v.as_ref(), DataType::FixedSizeBinary(_)) => Some(v),
+        _ => None,
+    }
+}
+
 /// `dt` with `swap` applied to it and to every type nested in it, outermost first: where
 /// `swap` gives a type, that type is used as it is; elsewhere the children are mapped.
 pub(crate) fn map_types(dt: &DataType, swap: &dyn Fn(&DataType) -> Option<DataType>) -> DataType {

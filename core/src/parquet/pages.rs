@@ -284,15 +284,19 @@ fn decompress_other(codec: Compression, src: &[u8], size: usize) -> Result<Vec<u
     let corrupt = |e: &dyn std::fmt::Display| {
         Error::Parquet(format!("corrupt {} page: {e}", codec_name(&codec)))
     };
-    // A stream read into `size` bytes, which must end there.
-    let exact = |r: &mut dyn Read| -> Result<Vec<u8>> {
-        let mut out = zeroed(size)?;
-        r.read_exact(&mut out).map_err(|e| corrupt(&e))?;
+    // A stream read into `out` (`size` bytes), which must end there.
+    let fill = |r: &mut dyn Read, out: &mut [u8]| -> Result<()> {
+        r.read_exact(out).map_err(|e| corrupt(&e))?;
         if r.read(&mut [0u8; 1]).map_err(|e| corrupt(&e))? != 0 {
             return Err(corrupt(&format!(
                 "it decompresses to more than the {size} bytes its header declares"
             )));
         }
+        Ok(())
+    };
+    let exact = |r: &mut dyn Read| -> Result<Vec<u8>> {
+        let mut out = zeroed(size)?;
+        fill(r, &mut out)?;
         Ok(out)
     };
     match codec {
@@ -322,7 +326,7 @@ fn decompress_other(codec: Compression, src: &[u8], size: usize) -> Result<Vec<u
             if hadoop_lz4(src, &mut out).is_some() {
                 return Ok(out);
             }
-            if let Ok(out) = exact(&mut lz4_flex::frame::FrameDecoder::new(src)) {
+            if fill(&mut lz4_flex::frame::FrameDecoder::new(src), &mut out).is_ok() {
                 return Ok(out);
             }
             let n = lz4_flex::block::decompress_into(src, &mut out).map_err(|e| corrupt(&e))?;

@@ -499,13 +499,8 @@ fn readable(schema: Schema) -> Schema {
         .fields()
         .iter()
         .map(|f| {
-            let dt = super::map_types(f.data_type(), &|t| match t {
-                arrow_schema::DataType::Dictionary(_, v)
-                    if matches!(v.as_ref(), arrow_schema::DataType::FixedSizeBinary(_)) =>
-                {
-                    Some(v.as_ref().clone())
-                }
-                _ => None,
+            let dt = super::map_types(f.data_type(), &|t| {
+                super::fixed_size_dictionary_values(t).cloned()
             });
             Arc::new(f.as_ref().clone().with_data_type(dt))
         })

@@ -15,9 +15,9 @@ use ::parquet::schema::types::SchemaDescriptor;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{DataType, FieldRef, IntervalUnit, Schema, SchemaRef, TimeUnit};
 
-use super::map_types;
 use super::options::{PageCodec, WriteOptions};
 use super::repage::{repage, CaptureFactory, EncodedChunk};
+use super::{fixed_size_dictionary_values, map_types};
 use crate::batch_schema::check_schema;
 use crate::context::{CompressParams, Compressor};
 use crate::error::{catch_panics, Error, Result};
@@ -424,14 +424,11 @@ fn coerce(dt: &DataType) -> DataType {
         // view in `ARROW:schema`).
         DataType::ListView(f) => Some(DataType::List(field(f))),
         DataType::LargeListView(f) => Some(DataType::LargeList(field(f))),
-        // Stored as its values (Parquet's own dictionary encoding still applies): pyarrow
-        // reads a fixed-size binary dictionary back as its values, and cannot read one that
-        // `ARROW:schema` declares a dictionary when arrow-rs wrote it ("Unencoded byte array
-        // data bytes does not support FIXED_LEN_BYTE_ARRAY").
-        DataType::Dictionary(_, v) if matches!(v.as_ref(), DataType::FixedSizeBinary(_)) => {
-            Some(coerce(v))
-        }
-        _ => None,
+        // A fixed-size binary dictionary as its values (Parquet's own dictionary encoding
+        // still applies): pyarrow cannot read one that `ARROW:schema` declares a dictionary
+        // when arrow-rs wrote it ("Unencoded byte array data bytes does not support
+        // FIXED_LEN_BYTE_ARRAY").
+        t => fixed_size_dictionary_values(t).map(coerce),
     })
 }
 

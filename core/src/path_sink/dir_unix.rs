@@ -72,21 +72,25 @@ impl Dir {
             .join(name)
     }
 
-    /// What `name` in this directory is, not following a link.
-    pub fn kind(&self, name: &OsStr) -> io::Result<Option<libc::mode_t>> {
-        Ok(self.lstat(name)?.map(|st| st.st_mode & libc::S_IFMT))
+    /// What `name` in this directory is (its `S_IFMT` bits), not following a link, with what a
+    /// replacement of it keeps.
+    pub fn entry(&self, name: &OsStr) -> io::Result<Option<(libc::mode_t, Existing)>> {
+        Ok(self.lstat(name)?.map(|st| {
+            let existing = Existing {
+                mode: st.st_mode & 0o777,
+                uid: st.st_uid,
+                gid: st.st_gid,
+            };
+            (st.st_mode & libc::S_IFMT, existing)
+        }))
     }
 
     /// The regular file `name` in this directory, if there is one (not following links:
     /// the caller resolved the target already).
     pub fn stat(&self, name: &OsStr) -> io::Result<Option<Existing>> {
-        Ok(self.lstat(name)?.and_then(|st| {
-            ((st.st_mode & libc::S_IFMT) == libc::S_IFREG).then_some(Existing {
-                mode: st.st_mode & 0o777,
-                uid: st.st_uid,
-                gid: st.st_gid,
-            })
-        }))
+        Ok(self
+            .entry(name)?
+            .and_then(|(kind, existing)| (kind == libc::S_IFREG).then_some(existing)))
     }
 
     fn lstat(&self, name: &OsStr) -> io::Result<Option<libc::stat>> {

@@ -147,11 +147,11 @@ impl PathSink {
         durability: Durability,
     ) -> io::Result<PathSink> {
         let fail = |e: io::Error| named(shown, e);
-        let existing = match dir.0.kind(name).map_err(fail)? {
+        let existing = match dir.0.entry(name).map_err(fail)? {
             None => None,
-            Some(libc::S_IFREG) => dir.0.stat(name).map_err(fail)?,
-            Some(libc::S_IFLNK) => return Err(fail(link_refused())),
-            Some(libc::S_IFDIR) => {
+            Some((libc::S_IFREG, existing)) => Some(existing),
+            Some((libc::S_IFLNK, _)) => return Err(fail(link_refused())),
+            Some((libc::S_IFDIR, _)) => {
                 return Err(fail(io::Error::new(
                     io::ErrorKind::IsADirectory,
                     "it is a directory",
