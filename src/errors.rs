@@ -6,8 +6,8 @@
 //! a built-in) and are imported once, on first use.
 
 use pyo3::exceptions::{
-    PyBufferError, PyIndexError, PyMemoryError, PyOSError, PyOverflowError, PyStopIteration,
-    PyTypeError,
+    PyBufferError, PyIndexError, PyMemoryError, PyNotImplementedError, PyOSError, PyOverflowError,
+    PyStopIteration, PyTypeError,
 };
 use pyo3::prelude::*;
 
@@ -129,6 +129,17 @@ pub fn cannot_pickle(what: &str, why: &str) -> PyErr {
 /// for bad arguments: values of the right kind that are out of range are `ParameterError`s).
 pub fn wrong_type(msg: impl Into<String>) -> PyErr {
     PyTypeError::new_err(msg.into())
+}
+
+/// A value of the right kind that is out of range, or that contradicts another argument.
+pub fn parameter(msg: impl Into<String>) -> PyErr {
+    ParameterError::new_err(msg.into())
+}
+
+/// An option that zstdpool's counterpart of a pyarrow function accepts by name but cannot
+/// carry out; the message says why and what to do instead.
+pub fn unsupported(msg: impl Into<String>) -> PyErr {
+    PyNotImplementedError::new_err(msg.into())
 }
 
 /// A buffer that cannot be used as it is (not contiguous).

@@ -16,6 +16,7 @@ mod ipc_options;
 mod ipc_reader;
 mod ipc_writer;
 mod lifecycle;
+mod parquet_options;
 mod parquet_reader;
 mod parquet_writer;
 mod pool;

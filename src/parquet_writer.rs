@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString};
+use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::PySchema;
 
 use crate::buffer::type_name;
@@ -15,191 +15,14 @@ use crate::input::{schema_of, to_input, Failure, Imported};
 use crate::io::unwrap_py_error;
 use crate::ipc_writer::durability;
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, UNWRITTEN};
-use crate::pool::{pool_or_default, PyContextPool};
+use crate::parquet_options::{writer_keywords, WriterKeywords};
+use crate::pool::pool_or_default;
 use crate::sink::{Sink, SinkWriter};
 use zstdpool_core::error::Error;
 use zstdpool_core::params;
-use zstdpool_core::parquet::{PageCodec, PageVersion, ParquetWriter, PerColumn, WriteOptions};
+use zstdpool_core::parquet::{ParquetWriter, WriteOptions};
 use zstdpool_core::path_sink::Durability;
 use zstdpool_core::pool::ContextPool;
-
-/// A level argument: one for every column, or one per column.
-enum Levels {
-    All(Option<i64>),
-    PerColumn(Vec<(String, i64)>),
-}
-
-impl Levels {
-    fn parse(level: Option<&Bound<'_, PyAny>>) -> PyResult<Levels> {
-        let Some(level) = level.filter(|l| !l.is_none()) else {
-            return Ok(Levels::All(None));
-        };
-        if let Ok(dict) = level.cast::<PyDict>() {
-            return dict
-                .iter()
-                .map(|(k, v)| Ok((column_name(&k, "compression_level")?, v.extract::<i64>()?)))
-                .collect::<PyResult<_>>()
-                .map(Levels::PerColumn);
-        }
-        level
-            .extract::<i64>()
-            .map(|l| Levels::All(Some(l)))
-            .map_err(|_| {
-                errors::wrong_type(format!(
-                    "compression_level must be an int, a dict of column names to ints or None, \
-                     not '{}'",
-                    type_name(level)
-                ))
-            })
-    }
-
-    fn for_column(&self, column: Option<&str>) -> Option<i64> {
-        match (self, column) {
-            (Levels::All(l), _) => *l,
-            (Levels::PerColumn(levels), Some(c)) => {
-                levels.iter().find(|(name, _)| name == c).map(|(_, l)| *l)
-            }
-            (Levels::PerColumn(_), None) => None,
-        }
-    }
-}
-
-fn column_name(key: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
-    key.extract::<String>().map_err(|_| {
-        errors::wrong_type(format!(
-            "{what} keys must be column names (str), not '{}'",
-            type_name(key)
-        ))
-    })
-}
-
-/// An argument whose default pyo3 cannot spell as a literal, since the argument takes a str or
-/// a bool as well as a dict or a list: `compression` (zstd when not given), `use_dictionary`
-/// and `write_statistics` (True when not given).
-pub enum Defaulted<'py> {
-    Default,
-    Given(Bound<'py, PyAny>),
-}
-
-impl<'a, 'py> FromPyObject<'a, 'py> for Defaulted<'py> {
-    type Error = PyErr;
-
-    fn extract(obj: pyo3::Borrowed<'a, 'py, PyAny>) -> PyResult<Self> {
-        Ok(Defaulted::Given(obj.to_owned()))
-    }
-}
-
-/// `compression`: a codec name or None for every column, or a dict of column names to codecs
-/// (columns it does not name are uncompressed, as in pyarrow).
-fn codecs(
-    compression: &Defaulted<'_>,
-    level: Option<&Bound<'_, PyAny>>,
-) -> PyResult<PerColumn<PageCodec>> {
-    let levels = Levels::parse(level)?;
-    let codec = |name: Option<&str>, column: Option<&str>| {
-        PageCodec::from_name(name, levels.for_column(column)).or_raise()
-    };
-    // One codec for every column, at each column's level where levels are per column.
-    let every = |name: Option<&str>| -> PyResult<PerColumn<PageCodec>> {
-        let mut all = PerColumn::all(codec(name, None)?);
-        if let Levels::PerColumn(per) = &levels {
-            for (column, _) in per {
-                all.columns
-                    .insert(column.clone(), codec(name, Some(column))?);
-            }
-        }
-        Ok(all)
-    };
-    let compression = match compression {
-        Defaulted::Default => return every(Some("zstd")),
-        Defaulted::Given(c) if c.is_none() => return every(None),
-        Defaulted::Given(c) => c,
-    };
-    if let Ok(name) = compression.cast::<PyString>() {
-        return every(Some(name.to_str()?));
-    }
-    if let Ok(dict) = compression.cast::<PyDict>() {
-        let mut all = PerColumn::all(PageCodec::None);
-        for (k, v) in dict.iter() {
-            let column = column_name(&k, "compression")?;
-            let name: Option<String> = v.extract().map_err(|_| {
-                errors::wrong_type(format!(
-                    "the codec of column {column:?} must be a str or None, not '{}'",
-                    type_name(&v)
-                ))
-            })?;
-            let c = codec(name.as_deref(), Some(&column))?;
-            all.columns.insert(column, c);
-        }
-        return Ok(all);
-    }
-    Err(errors::wrong_type(format!(
-        "compression must be a codec name, a dict of column names to codec names, or None, not \
-         '{}'",
-        type_name(compression)
-    )))
-}
-
-/// `use_dictionary` and `write_statistics`: True (the default) or False for every column, or a
-/// list of the columns that get it (the others do not), as in pyarrow.
-fn switches(value: &Defaulted<'_>, what: &str) -> PyResult<PerColumn<bool>> {
-    let value = match value {
-        Defaulted::Default => return Ok(PerColumn::all(true)),
-        Defaulted::Given(v) => v,
-    };
-    if let Ok(on) = value.extract::<bool>() {
-        return Ok(PerColumn::all(on));
-    }
-    if let Ok(list) = value.cast::<PyList>() {
-        let mut some = PerColumn::all(false);
-        for item in list.iter() {
-            some.columns.insert(column_name(&item, what)?, true);
-        }
-        return Ok(some);
-    }
-    if let Ok(names) = value.extract::<Vec<String>>() {
-        let mut some = PerColumn::all(false);
-        for name in names {
-            some.columns.insert(name, true);
-        }
-        return Ok(some);
-    }
-    Err(errors::wrong_type(format!(
-        "{what} must be a bool or a list of column names, not '{}'",
-        type_name(value)
-    )))
-}
-
-/// The options every Parquet writer takes, checked.
-#[allow(clippy::too_many_arguments)]
-pub fn write_options(
-    compression: &Defaulted<'_>,
-    compression_level: Option<&Bound<'_, PyAny>>,
-    row_group_size: Option<i64>,
-    use_dictionary: &Defaulted<'_>,
-    write_statistics: &Defaulted<'_>,
-    data_page_size: Option<i64>,
-    data_page_version: &str,
-    threads: Option<i64>,
-) -> PyResult<WriteOptions> {
-    let defaults = WriteOptions::default();
-    Ok(WriteOptions {
-        compression: codecs(compression, compression_level)?,
-        dictionary: switches(use_dictionary, "use_dictionary")?,
-        statistics: switches(write_statistics, "write_statistics")?,
-        row_group_size: match row_group_size {
-            Some(n) => params::positive("row_group_size", n).or_raise()?,
-            None => defaults.row_group_size,
-        },
-        data_page_size: data_page_size
-            .map(|n| params::size("data_page_size", n))
-            .transpose()
-            .or_raise()?,
-        page_version: PageVersion::from_name(data_page_version).or_raise()?,
-        threads: params::threads(threads).or_raise()?,
-        metadata: Vec::new(),
-    })
-}
 
 type Writer = ParquetWriter<SinkWriter>;
 
@@ -212,10 +35,16 @@ fn failure(e: Error) -> Failure {
     }
 }
 
-/// Writes every batch of `input`. Runs without the GIL.
+/// Writes every batch of `input`; input with no rows is written as a row group of none, as
+/// pyarrow writes each empty table. Runs without the GIL.
 fn write_batches(writer: &mut Writer, input: &mut Imported) -> Result<(), Failure> {
+    let mut rows = 0;
     while let Some(batch) = input.next_batch()? {
+        rows += batch.num_rows();
         writer.write(&batch).map_err(failure)?;
+    }
+    if rows == 0 {
+        writer.write_empty_row_group().map_err(failure)?;
     }
     Ok(())
 }
@@ -290,24 +119,15 @@ impl PyParquetWriter {
 
 #[pymethods]
 impl PyParquetWriter {
-    /// Opens a writer on `where` (a path or a binary file object) for data of `schema`.
+    /// Opens a writer on `where` (a path or a binary file object) for data of `schema`, with
+    /// the keywords of `write_table`.
     #[new]
-    #[pyo3(signature = (r#where, schema, *, compression=Defaulted::Default, compression_level=None, row_group_size=None, use_dictionary=Defaulted::Default, write_statistics=Defaulted::Default, data_page_size=None, data_page_version="1.0", threads=None, fsync=false, pool=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (r#where, schema, **options))]
     fn new(
         py: Python<'_>,
         r#where: &Bound<'_, PyAny>,
         schema: &Bound<'_, PyAny>,
-        compression: Defaulted<'_>,
-        compression_level: Option<&Bound<'_, PyAny>>,
-        row_group_size: Option<i64>,
-        use_dictionary: Defaulted<'_>,
-        write_statistics: Defaulted<'_>,
-        data_page_size: Option<i64>,
-        data_page_version: &str,
-        threads: Option<i64>,
-        fsync: bool,
-        pool: Option<&Bound<'_, PyContextPool>>,
+        options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         if r#where.is_none() {
             return Err(errors::wrong_type(
@@ -315,23 +135,18 @@ impl PyParquetWriter {
                  with where=None",
             ));
         }
-        let options = write_options(
-            &compression,
-            compression_level,
-            row_group_size,
-            &use_dictionary,
-            &write_statistics,
-            data_page_size,
-            data_page_version,
-            threads,
-        )?;
+        let WriterKeywords {
+            options,
+            fsync,
+            pool,
+        } = writer_keywords("ParquetWriter", options)?;
         let schema = schema_of(schema)?;
         let sink = Sink::open(py, Some(r#where), durability(fsync))?;
         let writer = ParquetWriter::try_new(
             SinkWriter::new(sink),
             schema.clone(),
             options,
-            pool_or_default(pool),
+            pool_or_default(pool.as_ref()),
         )
         .map_err(unwrap_py_error)?;
         Ok(PyParquetWriter {
@@ -345,9 +160,41 @@ impl PyParquetWriter {
 
     /// Writes a pyarrow Table, RecordBatch or RecordBatchReader, a pandas DataFrame, or any
     /// object with `__arrow_c_stream__` or `__arrow_c_array__`, whose schema matches the
-    /// writer's.
-    fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.write_data(py, data, None)
+    /// writer's (see `write_table` for `row_group_size`).
+    #[pyo3(signature = (table_or_batch, row_group_size=None))]
+    fn write(
+        &self,
+        py: Python<'_>,
+        table_or_batch: &Bound<'_, PyAny>,
+        row_group_size: Option<i64>,
+    ) -> PyResult<()> {
+        self.write_data(py, table_or_batch, row_group_size)
+    }
+
+    /// Adds key-value pairs (str or UTF-8 bytes) to the footer written on `close()`.
+    fn add_key_value_metadata(&self, key_value_metadata: &Bound<'_, PyDict>) -> PyResult<()> {
+        let text = |v: &Bound<'_, PyAny>, what: &str| -> PyResult<String> {
+            if let Ok(b) = v.cast::<PyBytes>() {
+                return String::from_utf8(b.as_bytes().to_vec()).map_err(|_| {
+                    errors::parameter(format!(
+                        "key_value_metadata: a {what} is not UTF-8, which Parquet's key-value \
+                         metadata holds"
+                    ))
+                });
+            }
+            v.extract().map_err(|_| {
+                errors::wrong_type(format!(
+                    "key_value_metadata: each {what} must be a str or bytes, not '{}'",
+                    type_name(v)
+                ))
+            })
+        };
+        let pairs = key_value_metadata
+            .iter()
+            .map(|(k, v)| Ok((text(&k, "key")?, text(&v, "value")?)))
+            .collect::<PyResult<Vec<_>>>()?;
+        let mut taken = self.writer.take()?;
+        taken.add_key_value_metadata(pairs).or_raise()
     }
 
     /// Writes `table`; with `row_group_size`, as row groups of at most that many rows of its
@@ -517,39 +364,24 @@ fn write_all<'py>(
 /// hidden temporary name and renamed into place when complete; `fsync=True` also syncs the file
 /// and its directory, so that the file survives a power loss once the call returns.
 #[pyfunction]
-#[pyo3(signature = (data, r#where=None, *, compression=Defaulted::Default, compression_level=None, row_group_size=None, use_dictionary=Defaulted::Default, write_statistics=Defaulted::Default, data_page_size=None, data_page_version="1.0", threads=None, fsync=false, pool=None))]
-#[allow(clippy::too_many_arguments)]
+#[pyo3(signature = (data, r#where=None, **options))]
 pub fn write_table<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     r#where: Option<&Bound<'py, PyAny>>,
-    compression: Defaulted<'py>,
-    compression_level: Option<&Bound<'py, PyAny>>,
-    row_group_size: Option<i64>,
-    use_dictionary: Defaulted<'py>,
-    write_statistics: Defaulted<'py>,
-    data_page_size: Option<i64>,
-    data_page_version: &str,
-    threads: Option<i64>,
-    fsync: bool,
-    pool: Option<&Bound<'py, PyContextPool>>,
+    options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let options = write_options(
-        &compression,
-        compression_level,
-        row_group_size,
-        &use_dictionary,
-        &write_statistics,
-        data_page_size,
-        data_page_version,
-        threads,
-    )?;
+    let WriterKeywords {
+        options,
+        fsync,
+        pool,
+    } = writer_keywords("write_table", options)?;
     write_all(
         py,
         data,
         r#where,
         options,
         durability(fsync),
-        pool_or_default(pool),
+        pool_or_default(pool.as_ref()),
     )
 }

@@ -216,7 +216,39 @@ def test_every_typed_dict_is_checked() -> None:
         "ParquetRowGroup",
         "ParquetColumnChunk",
         "WrittenFile",
+        "ParquetWriteOptions",  # checked by the test below
     }
+
+
+def test_parquet_write_options_are_the_keywords_the_writers_take(tmp_path: Path) -> None:
+    """``ParquetWriteOptions`` names every keyword pyarrow's ``write_table`` and
+    ``ParquetWriter`` take, and each is taken by both of zstdpool's (None is each one's
+    default); a keyword it does not name is refused with pyarrow's TypeError."""
+
+    import pyarrow.parquet as pq
+
+    stub = set(TYPED_DICTS["ParquetWriteOptions"])
+    theirs = {
+        name
+        for f in (pq.write_table, pq.ParquetWriter.__init__)
+        for name, p in inspect.signature(f).parameters.items()
+        if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD
+    } - {"self", "table", "where", "schema"}
+    assert theirs <= stub, sorted(theirs - stub)
+    table = pa.table({"n": [1, 2, 3]})
+    for name in sorted(stub):
+        zstdpool.parquet.write_table(table, **{name: None})
+        zstdpool.parquet.ParquetWriter(
+            tmp_path / f"{name}.parquet", table.schema, **{name: None}
+        ).close()
+    with pytest.raises(
+        TypeError, match="write_table\\(\\) got an unexpected keyword argument 'level'"
+    ):
+        zstdpool.parquet.write_table(table, level=3)
+    with pytest.raises(
+        TypeError, match="ParquetWriter\\(\\) got an unexpected keyword argument 'x'"
+    ):
+        zstdpool.parquet.ParquetWriter(tmp_path / "x.parquet", table.schema, x=1)
 
 
 USES = """

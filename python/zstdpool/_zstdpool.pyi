@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import Any, Literal, Protocol, TypedDict, final, type_check_only
 
 import pyarrow as pa
-from typing_extensions import Buffer, CapsuleType, Self, disjoint_base
+from typing_extensions import Buffer, CapsuleType, Self, Unpack, disjoint_base
 
 from zstdpool._stats import ReadStats, WriteStats
 
@@ -567,25 +567,57 @@ def remove_stale_temp_files(
     path: str | os.PathLike[str], *, min_age: float = 3600.0, recursive: bool = True
 ) -> list[pathlib.Path]: ...
 
+@type_check_only
+class ParquetWriteOptions(TypedDict, total=False):
+    """The keywords of ``write_table`` and ``ParquetWriter``: pyarrow's, with zstdpool's
+    defaults where they differ (zstd at level 1, page indexes written)."""
+
+    row_group_size: int | None
+    version: Literal["1.0", "2.4", "2.6"] | None
+    use_dictionary: bool | list[str] | None
+    compression: _ParquetCodec | dict[str, _ParquetCodec]
+    write_statistics: bool | list[str] | None
+    use_deprecated_int96_timestamps: bool | None
+    coerce_timestamps: Literal["ms", "us"] | None
+    allow_truncated_timestamps: bool | None
+    data_page_size: int | None
+    flavor: Literal["spark"] | None
+    filesystem: None
+    compression_level: int | dict[str, int] | None
+    use_byte_stream_split: bool | list[str] | None
+    column_encoding: str | dict[str, str] | None
+    data_page_version: Literal["1.0", "2.0"] | None
+    use_compliant_nested_type: bool | None
+    encryption_properties: None
+    write_batch_size: int | None
+    dictionary_pagesize_limit: int | None
+    store_schema: bool | None
+    write_page_index: bool | None
+    write_page_checksum: bool | None
+    sorting_columns: Iterable[Any] | None
+    store_decimal_as_integer: bool | None
+    write_time_adjusted_to_utc: bool | None
+    max_rows_per_page: int | None
+    bloom_filter_options: dict[str, bool | dict[str, int | float]] | None
+    use_content_defined_chunking: Literal[False] | None
+    writer_engine_version: Literal["V1", "V2"] | None
+    threads: int | None
+    fsync: bool | None
+    pool: ContextPool | None
+
 @final
 class ParquetWriter(_Lifecycle):
     def __new__(
         cls,
         where: _Sink,
         schema: pa.Schema | ArrowSchemaExportable,
-        *,
-        compression: _ParquetCodec | dict[str, _ParquetCodec] = ...,  # "zstd"
-        compression_level: int | dict[str, int] | None = None,
-        row_group_size: int | None = None,
-        use_dictionary: bool | list[str] = ...,  # True
-        write_statistics: bool | list[str] = ...,  # True
-        data_page_size: int | None = None,
-        data_page_version: Literal["1.0", "2.0"] = "1.0",
-        threads: int | None = None,
-        fsync: bool = False,
-        pool: ContextPool | None = None,
+        **options: Unpack[ParquetWriteOptions],
     ) -> ParquetWriter: ...
-    def write(self, data: _ArrowData) -> None: ...
+    def write(self, table_or_batch: _ArrowData, row_group_size: int | None = None) -> None: ...
+    def add_key_value_metadata(
+        self,
+        key_value_metadata: dict[str, str] | dict[bytes, bytes] | dict[str | bytes, str | bytes],
+    ) -> None: ...
     def write_table(self, table: _ArrowData, row_group_size: int | None = None) -> None: ...
     def write_batch(self, batch: _ArrowData, row_group_size: int | None = None) -> None: ...
     def flush(self) -> None: ...
@@ -602,17 +634,7 @@ class ParquetWriter(_Lifecycle):
 def write_table(
     data: _ArrowData,
     where: _Sink | None = None,
-    *,
-    compression: _ParquetCodec | dict[str, _ParquetCodec] = ...,  # "zstd"
-    compression_level: int | dict[str, int] | None = None,
-    row_group_size: int | None = None,
-    use_dictionary: bool | list[str] = ...,  # True
-    write_statistics: bool | list[str] = ...,  # True
-    data_page_size: int | None = None,
-    data_page_version: Literal["1.0", "2.0"] = "1.0",
-    threads: int | None = None,
-    fsync: bool = False,
-    pool: ContextPool | None = None,
+    **options: Unpack[ParquetWriteOptions],
 ) -> bytes | None: ...
 
 @final

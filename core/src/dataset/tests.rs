@@ -150,7 +150,7 @@ fn pending_rows_are_bounded_and_open_files_capped() {
         partitioning: vec!["key".into()],
         max_pending_bytes: 64 << 10,
         max_open_files: 3,
-        format: FileFormat::Parquet(WriteOptions::default()),
+        format: FileFormat::Parquet(Box::default()),
         ..Default::default()
     };
     let batch = table(100_000, 10);

@@ -24,7 +24,7 @@ use crate::pool::ContextPool;
 /// What each file of a dataset is.
 #[derive(Clone, Debug)]
 pub enum FileFormat {
-    Parquet(WriteOptions),
+    Parquet(Box<WriteOptions>),
     /// Arrow IPC files (Feather v2); the options' format is taken as the file format.
     Ipc(WriterOptions),
 }
@@ -48,10 +48,10 @@ impl FileFormat {
             false,
         )?;
         Ok(match named {
-            Named::Parquet => FileFormat::Parquet(WriteOptions {
+            Named::Parquet => FileFormat::Parquet(Box::new(WriteOptions {
                 compression: PerColumn::all(PageCodec::from_name(compression, level)?),
                 ..Default::default()
-            }),
+            })),
             Named::Ipc => FileFormat::Ipc(WriterOptions {
                 compression: Compression::from_name(compression, level)?,
                 ..Default::default()
@@ -121,7 +121,7 @@ impl Default for DatasetOptions {
     fn default() -> Self {
         DatasetOptions {
             partitioning: Vec::new(),
-            format: FileFormat::Parquet(WriteOptions::default()),
+            format: FileFormat::Parquet(Box::default()),
             basename_template: None,
             existing_data: ExistingData::Error,
             max_open_files: 1024,
@@ -169,7 +169,7 @@ impl OpenFile {
                 // Files are written in parallel; each file's columns on its own thread.
                 let options = WriteOptions {
                     threads: Some(1),
-                    ..options.clone()
+                    ..options.as_ref().clone()
                 };
                 OpenFile::Parquet(
                     ParquetWriter::try_new(sink, schema.clone(), options, pool)?,

@@ -20,10 +20,16 @@ mod pages;
 mod reader;
 mod repage;
 mod source;
+mod stored;
 mod writer;
 
+/// The parquet crate's types that writer options are made of, so that the bindings need not
+/// depend on the crate.
+pub use ::parquet::basic::Encoding;
+pub use ::parquet::file::metadata::SortingColumn;
 pub use options::{
-    PageCodec, PageVersion, PerColumn, WriteOptions, DEFAULT_ROW_GROUP_SIZE, DEFAULT_ZSTD_LEVEL,
+    encoding_from_name, BloomFilter, FormatVersion, PageCodec, PageVersion, PerColumn,
+    WriteOptions, DEFAULT_ROW_GROUP_SIZE, DEFAULT_ZSTD_LEVEL,
 };
 pub use pages::ParquetLimits;
 pub use reader::{Batches, ColumnSummary, FileSummary, ParquetFile, Projection, RowGroupSummary};

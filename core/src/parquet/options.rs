@@ -3,9 +3,15 @@
 
 use std::collections::HashMap;
 
-use ::parquet::basic::{BrotliLevel, Compression, GzipLevel, ZstdLevel};
-use ::parquet::file::properties::{EnabledStatistics, WriterProperties, WriterVersion};
+use ::parquet::basic::{
+    BrotliLevel, Compression, Encoding, GzipLevel, Type as Physical, ZstdLevel,
+};
+use ::parquet::file::metadata::SortingColumn;
+use ::parquet::file::properties::{
+    BloomFilterProperties, EnabledStatistics, WriterProperties, WriterVersion,
+};
 use ::parquet::schema::types::{ColumnPath, SchemaDescriptor};
+use arrow_schema::TimeUnit;
 
 use crate::context::CompressParams;
 use crate::error::{Error, Result};
@@ -78,7 +84,10 @@ impl PageCodec {
             }
             Named::Gzip => return Ok(PageCodec::Gzip(ranged(0, 9, 6)?)),
             Named::Brotli => return Ok(PageCodec::Brotli(ranged(0, 11, 1)?)),
-            Named::Lz4 => PageCodec::Lz4Raw,
+            // LZ4_RAW as the parquet crate writes it has one level. pyarrow takes any int as an
+            // lz4 level without a check, so the same call works here and the level changes
+            // nothing.
+            Named::Lz4 => return Ok(PageCodec::Lz4Raw),
             Named::Snappy => PageCodec::Snappy,
             Named::None => PageCodec::None,
         };
@@ -176,6 +185,97 @@ impl PageVersion {
     }
 }
 
+/// pyarrow's `version`: which logical types a file may use, and the format version its
+/// footer records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FormatVersion {
+    /// No unsigned 32-bit integers (stored as INT64) and no nanoseconds.
+    V1_0,
+    /// No nanosecond timestamps (stored in microseconds).
+    V2_4,
+    /// Every logical type (pyarrow's default).
+    #[default]
+    V2_6,
+}
+
+impl FormatVersion {
+    pub fn from_name(name: &str) -> Result<FormatVersion> {
+        crate::params::choice(
+            "version",
+            name,
+            &[
+                (&["1.0"], FormatVersion::V1_0),
+                (&["2.4"], FormatVersion::V2_4),
+                (&["2.6"], FormatVersion::V2_6),
+            ],
+            false,
+        )
+    }
+}
+
+/// A column encoding named as pyarrow names it (`column_encoding`), checked against the
+/// physical types it applies to when the writer opens.
+pub fn encoding_from_name(name: &str) -> Result<Encoding> {
+    let upper = name.to_ascii_uppercase();
+    if matches!(upper.as_str(), "PLAIN_DICTIONARY" | "RLE_DICTIONARY") {
+        return Err(Error::Parameter(format!(
+            "column_encoding cannot be {name:?}: dictionary encoding is chosen with \
+             use_dictionary"
+        )));
+    }
+    crate::params::choice(
+        "column_encoding",
+        &upper,
+        &[
+            (&["PLAIN"], Encoding::PLAIN),
+            (&["BYTE_STREAM_SPLIT"], Encoding::BYTE_STREAM_SPLIT),
+            (&["DELTA_BINARY_PACKED"], Encoding::DELTA_BINARY_PACKED),
+            (
+                &["DELTA_LENGTH_BYTE_ARRAY"],
+                Encoding::DELTA_LENGTH_BYTE_ARRAY,
+            ),
+            (&["DELTA_BYTE_ARRAY"], Encoding::DELTA_BYTE_ARRAY),
+            (&["RLE"], Encoding::RLE),
+        ],
+        false,
+    )
+}
+
+/// Whether `encoding` can hold values of `physical` (the parquet crate fails late, or not at
+/// all, on a pairing the format does not define).
+fn encoding_fits(encoding: Encoding, physical: Physical) -> bool {
+    use Physical as P;
+    match encoding {
+        Encoding::PLAIN => true,
+        Encoding::RLE => physical == P::BOOLEAN,
+        Encoding::BYTE_STREAM_SPLIT => matches!(
+            physical,
+            P::FLOAT | P::DOUBLE | P::INT32 | P::INT64 | P::FIXED_LEN_BYTE_ARRAY
+        ),
+        Encoding::DELTA_BINARY_PACKED => matches!(physical, P::INT32 | P::INT64),
+        Encoding::DELTA_LENGTH_BYTE_ARRAY => physical == P::BYTE_ARRAY,
+        Encoding::DELTA_BYTE_ARRAY => matches!(physical, P::BYTE_ARRAY | P::FIXED_LEN_BYTE_ARRAY),
+        _ => false,
+    }
+}
+
+/// A column's bloom filter: its false positive probability and the distinct values it is
+/// sized for (pyarrow's defaults: 0.05 and 1,048,576).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BloomFilter {
+    pub fpp: f64,
+    pub ndv: u64,
+}
+
+impl Default for BloomFilter {
+    fn default() -> Self {
+        BloomFilter {
+            fpp: 0.05,
+            ndv: 1 << 20,
+        }
+    }
+}
+
 /// How a writer writes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct WriteOptions {
@@ -191,6 +291,38 @@ pub struct WriteOptions {
     pub threads: Option<usize>,
     /// Key-value metadata for the footer, beside the schema's own and `ARROW:schema`.
     pub metadata: Vec<(String, String)>,
+    pub format_version: FormatVersion,
+    /// Whether the footer holds `ARROW:schema`, from which readers restore the Arrow types.
+    pub store_schema: bool,
+    /// Whether column and offset indexes are written (page statistics readers prune with).
+    pub page_index: bool,
+    /// Whether each page header carries the CRC32 of its body.
+    pub page_checksum: bool,
+    /// The size a dictionary page may reach before the column falls back (1 MiB when None).
+    pub dictionary_page_size: Option<usize>,
+    /// The rows a data page may hold (20,000 when None, as in the crate and pyarrow).
+    pub max_rows_per_page: Option<usize>,
+    /// The values the encoder takes at a time (1,024 when None).
+    pub write_batch_size: Option<usize>,
+    /// The encoding of values not dictionary-encoded, by column (PLAIN when None).
+    pub encoding: PerColumn<Option<Encoding>>,
+    /// What the footer says the rows of each row group are sorted by.
+    pub sorting_columns: Vec<SortingColumn>,
+    /// The unit every timestamp is stored in (each its own when None, as the version allows).
+    pub coerce_timestamps: Option<TimeUnit>,
+    /// Whether storing a timestamp in a coarser unit may drop its remainder silently.
+    pub allow_truncated_timestamps: bool,
+    /// The `isAdjustedToUTC` flag of time-of-day columns.
+    pub time_adjusted_to_utc: bool,
+    /// Whether list elements are named `element`, as the format specifies (else as in Arrow).
+    pub compliant_nested_types: bool,
+    /// Whether decimals of precision 18 or less are stored as INT32 or INT64 (else as
+    /// FIXED_LEN_BYTE_ARRAY, pyarrow's default).
+    pub decimal_as_integer: bool,
+    /// Bloom filters, by column: Some to write one, None to leave the column without.
+    pub bloom_filters: HashMap<String, Option<BloomFilter>>,
+    /// pyarrow's `flavor="spark"`: top-level names with the characters Spark refuses get `_`.
+    pub spark_names: bool,
 }
 
 impl Default for WriteOptions {
@@ -204,46 +336,112 @@ impl Default for WriteOptions {
             page_version: PageVersion::V1,
             threads: None,
             metadata: Vec::new(),
+            format_version: FormatVersion::V2_6,
+            store_schema: true,
+            page_index: true,
+            page_checksum: false,
+            dictionary_page_size: None,
+            max_rows_per_page: None,
+            write_batch_size: None,
+            encoding: PerColumn::all(None),
+            sorting_columns: Vec::new(),
+            coerce_timestamps: None,
+            allow_truncated_timestamps: false,
+            time_adjusted_to_utc: false,
+            compliant_nested_types: true,
+            decimal_as_integer: false,
+            bloom_filters: HashMap::new(),
+            spark_names: false,
         }
     }
+}
+
+/// The parquet crate's properties of a write: the file's (footer, format version, row group
+/// metadata) and the column writers' (page layout, encodings, statistics, codecs). They
+/// differ in their writer version: the crate ties the format version to the page version,
+/// which pyarrow sets apart.
+pub(crate) struct Properties {
+    pub file: WriterProperties,
+    pub columns: WriterProperties,
 }
 
 impl WriteOptions {
     /// The parquet crate's properties for `schema`: every per-column setting resolved for
     /// each leaf, zstd columns told to stay uncompressed.
-    pub(crate) fn properties(&self, schema: &SchemaDescriptor) -> Result<WriterProperties> {
+    pub(crate) fn properties(&self, schema: &SchemaDescriptor) -> Result<Properties> {
         if self.row_group_size == 0 {
             return Err(Error::Parameter(
                 "row_group_size must be at least 1, not 0".into(),
             ));
         }
-        if self.data_page_size == Some(0) {
-            return Err(Error::Parameter(
-                "data_page_size must be at least 1 byte".into(),
-            ));
-        }
+        let at_least_one = |name: &str, v: Option<usize>| match v {
+            Some(0) => Err(Error::Parameter(format!(
+                "{name} must be at least 1, not 0"
+            ))),
+            _ => Ok(()),
+        };
+        at_least_one("data_page_size", self.data_page_size)?;
+        at_least_one("dictionary_pagesize_limit", self.dictionary_page_size)?;
+        at_least_one("max_rows_per_page", self.max_rows_per_page)?;
+        at_least_one("write_batch_size", self.write_batch_size)?;
         self.compression.check_names("compression", schema)?;
         self.dictionary.check_names("use_dictionary", schema)?;
         self.statistics.check_names("write_statistics", schema)?;
-        let statistics = |on: bool| {
-            if on {
-                EnabledStatistics::Page
-            } else {
-                EnabledStatistics::None
+        self.encoding.check_names("column_encoding", schema)?;
+        let leaves = schema.num_columns();
+        for s in &self.sorting_columns {
+            if s.column_idx < 0 || s.column_idx as usize >= leaves {
+                return Err(Error::Parameter(format!(
+                    "sorting_columns names column index {}, and the schema has {leaves} leaf \
+                     columns",
+                    s.column_idx
+                )));
             }
+        }
+        let bloom = PerColumn {
+            default: None,
+            columns: self.bloom_filters.clone(),
+        };
+        bloom.check_names("bloom_filter_options", schema)?;
+        for (name, filter) in self.bloom_filters.iter() {
+            if let Some(f) = filter {
+                if !(f.fpp > 0.0 && f.fpp < 1.0) {
+                    return Err(Error::Parameter(format!(
+                        "bloom_filter_options: the fpp of column {name:?} must be between 0 and \
+                         1, not {}",
+                        f.fpp
+                    )));
+                }
+                if f.ndv == 0 {
+                    return Err(Error::Parameter(format!(
+                        "bloom_filter_options: the ndv of column {name:?} must be at least 1"
+                    )));
+                }
+            }
+        }
+        let statistics = |on: bool| match (on, self.page_index) {
+            (false, _) => EnabledStatistics::None,
+            (true, true) => EnabledStatistics::Page,
+            (true, false) => EnabledStatistics::Chunk,
         };
         let mut b = WriterProperties::builder()
-            .set_writer_version(match self.page_version {
-                PageVersion::V1 => WriterVersion::PARQUET_1_0,
-                PageVersion::V2 => WriterVersion::PARQUET_2_0,
-            })
             .set_max_row_group_row_count(Some(self.row_group_size))
             .set_coerce_types(true)
+            .set_offset_index_disabled(!self.page_index)
             .set_compression(self.compression.default.for_encoder()?)
             .set_dictionary_enabled(self.dictionary.default)
             .set_statistics_enabled(statistics(self.statistics.default));
         if let Some(size) = self.data_page_size {
             b = b.set_data_page_size_limit(size);
+        }
+        if let Some(size) = self.dictionary_page_size {
+            b = b.set_dictionary_page_size_limit(size);
+        }
+        if let Some(rows) = self.max_rows_per_page {
+            b = b.set_data_page_row_count_limit(rows);
+        }
+        if let Some(n) = self.write_batch_size {
+            b = b.set_write_batch_size(n);
         }
         for column in schema.columns() {
             let path = column.path().clone();
@@ -254,7 +452,34 @@ impl WriteOptions {
                     path.clone(),
                     statistics(self.statistics.get(&path)),
                 );
+            if let Some(encoding) = self.encoding.get(&path) {
+                if !encoding_fits(encoding, column.physical_type()) {
+                    return Err(Error::Parameter(format!(
+                        "column_encoding: column {:?} is stored as {} and {encoding} does not \
+                         encode that type",
+                        path.string(),
+                        column.physical_type()
+                    )));
+                }
+                b = b.set_column_encoding(path.clone(), encoding);
+            }
+            if let Some(filter) = bloom.get(&path) {
+                b = b.set_column_bloom_filter_properties(
+                    path.clone(),
+                    BloomFilterProperties::builder()
+                        .with_fpp(filter.fpp)
+                        .with_max_ndv(filter.ndv)
+                        .try_build()?,
+                );
+            }
         }
+        let columns = b
+            .clone()
+            .set_writer_version(match self.page_version {
+                PageVersion::V1 => WriterVersion::PARQUET_1_0,
+                PageVersion::V2 => WriterVersion::PARQUET_2_0,
+            })
+            .build();
         let mut metadata: Vec<_> = self
             .metadata
             .iter()
@@ -264,6 +489,15 @@ impl WriteOptions {
         if !metadata.is_empty() {
             b = b.set_key_value_metadata(Some(metadata));
         }
-        Ok(b.build())
+        if !self.sorting_columns.is_empty() {
+            b = b.set_sorting_columns(Some(self.sorting_columns.clone()));
+        }
+        let file = b
+            .set_writer_version(match self.format_version {
+                FormatVersion::V1_0 => WriterVersion::PARQUET_1_0,
+                _ => WriterVersion::PARQUET_2_0,
+            })
+            .build();
+        Ok(Properties { file, columns })
     }
 }

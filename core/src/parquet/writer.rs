@@ -5,19 +5,19 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
+use ::parquet::arrow::add_encoded_arrow_schema_to_metadata;
 use ::parquet::arrow::arrow_writer::{
     compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory,
 };
-use ::parquet::arrow::{add_encoded_arrow_schema_to_metadata, ArrowSchemaConverter};
 use ::parquet::file::metadata::KeyValue;
 use ::parquet::file::writer::SerializedFileWriter;
 use ::parquet::schema::types::SchemaDescriptor;
 use arrow_array::{Array, RecordBatch};
-use arrow_schema::{DataType, FieldRef, IntervalUnit, Schema, SchemaRef, TimeUnit};
+use arrow_schema::{Schema, SchemaRef};
 
-use super::options::{PageCodec, WriteOptions};
+use super::options::{PageCodec, Properties, WriteOptions};
 use super::repage::{repage, CaptureFactory, EncodedChunk};
-use super::{fixed_size_dictionary_values, map_types};
+use super::stored::{check_truncation, parquet_schema, stored_schema};
 use crate::batch_schema::check_schema;
 use crate::context::{CompressParams, Compressor};
 use crate::error::{catch_panics, Error, Result};
@@ -55,17 +55,15 @@ impl<W: Write + Send> ParquetWriter<W> {
         options: WriteOptions,
         pool: &ContextPool,
     ) -> Result<Self> {
-        let stored = Arc::new(Schema::new_with_metadata(
-            schema
-                .fields()
-                .iter()
-                .map(|f| Arc::new(f.as_ref().clone().with_data_type(coerce(f.data_type()))))
-                .collect::<Vec<_>>(),
-            schema.metadata().clone(),
-        ));
-        let parquet_schema = parquet_schema(&stored)?;
-        let mut props = options.properties(&parquet_schema)?;
-        add_encoded_arrow_schema_to_metadata(&stored, &mut props);
+        let stored = Arc::new(stored_schema(&schema, &options));
+        let parquet_schema = parquet_schema(&stored, &options)?;
+        let Properties {
+            file: mut props,
+            columns,
+        } = options.properties(&parquet_schema)?;
+        if options.store_schema {
+            add_encoded_arrow_schema_to_metadata(&stored, &mut props);
+        }
         // The schema's own metadata (pandas' among it) also as the file's key-value pairs, as
         // pyarrow writes it, unless the caller set the same key.
         let mut extra: Vec<KeyValue> = Vec::new();
@@ -85,8 +83,15 @@ impl<W: Write + Send> ParquetWriter<W> {
         for kv in extra {
             file.append_key_value_metadata(kv);
         }
+        // The column writers come from a file writer of their own, with the page version as
+        // its writer version; it writes its magic bytes to nothing and is dropped.
+        let encoder = SerializedFileWriter::new(
+            std::io::sink(),
+            parquet_schema.root_schema_ptr(),
+            Arc::new(columns),
+        )?;
         let capture = Arc::new(CaptureFactory::default());
-        let factory = ArrowRowGroupWriterFactory::new(&file, stored.clone())
+        let factory = ArrowRowGroupWriterFactory::new(&encoder, stored.clone())
             .with_page_store_factory(capture.clone());
         Ok(ParquetWriter {
             file: Some(file),
@@ -152,6 +157,28 @@ impl<W: Write + Send> ParquetWriter<W> {
         Ok(())
     }
 
+    /// Adds key-value pairs to the footer when it is written (pyarrow's
+    /// `add_key_value_metadata`).
+    pub fn add_key_value_metadata(&mut self, pairs: Vec<(String, String)>) -> Result<()> {
+        self.check_open()?;
+        let file = self
+            .file
+            .as_mut()
+            .ok_or_else(|| Error::Parquet("the writer is closed".into()))?;
+        for (key, value) in pairs {
+            file.append_key_value_metadata(KeyValue::new(key, value));
+        }
+        Ok(())
+    }
+
+    /// Writes the buffered rows, then a row group of no rows, as pyarrow's writer does for
+    /// each empty table it is given.
+    pub fn write_empty_row_group(&mut self) -> Result<()> {
+        self.flush()?;
+        let empty = RecordBatch::new_empty(self.stored.clone());
+        self.write_row_group(&[empty])
+    }
+
     /// Adds `batch`; every full row group is encoded and written at once.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         self.check_open()?;
@@ -159,6 +186,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         if batch.num_rows() == 0 {
             return Ok(());
         }
+        let truncating = !self.options.allow_truncated_timestamps;
         // The stored schema, so that field metadata is the writer's and coerced types cast.
         let columns = batch
             .columns()
@@ -167,6 +195,9 @@ impl<W: Write + Send> ParquetWriter<W> {
             .map(|(column, field)| {
                 if column.data_type() == field.data_type() {
                     return Ok(column.clone());
+                }
+                if truncating {
+                    check_truncation(field.name(), column, field.data_type())?;
                 }
                 arrow_cast::cast(column, field.data_type()).map_err(|e| {
                     Error::Parquet(format!(
@@ -356,80 +387,6 @@ impl Leases {
         };
         Ok(&mut self.held[at])
     }
-}
-
-/// The Parquet schema of `schema`, or an error naming the first column Parquet cannot hold.
-fn parquet_schema(schema: &Schema) -> Result<SchemaDescriptor> {
-    // Refused before anything is written, rows or none: the crate converts both types to a
-    // Parquet schema, then panics (width 0) or fails (intervals) at the first value.
-    for field in schema.fields() {
-        let why = std::cell::Cell::new(None);
-        map_types(field.data_type(), &|t| {
-            match t {
-                DataType::FixedSizeBinary(0) => why.set(Some(
-                    "a fixed-size binary of width 0 has no FIXED_LEN_BYTE_ARRAY, whose length is \
-                     at least 1",
-                )),
-                DataType::Interval(IntervalUnit::MonthDayNano) => why.set(Some(
-                    "Parquet's INTERVAL holds milliseconds, not a month-day-nanosecond interval",
-                )),
-                _ => {}
-            }
-            None
-        });
-        if let Some(why) = why.get() {
-            return Err(Error::Parquet(format!(
-                "column '{}' ({}) cannot be written to Parquet: {why}",
-                field.name(),
-                field.data_type()
-            )));
-        }
-    }
-    let convert = |s: &Schema| {
-        catch_panics("converting the schema", || {
-            Ok(ArrowSchemaConverter::new()
-                .with_coerce_types(true)
-                .convert(s)?)
-        })
-    };
-    match convert(schema) {
-        Ok(s) => Ok(s),
-        Err(whole) => {
-            for field in schema.fields() {
-                let one = Schema::new(vec![field.clone()]);
-                if let Err(e) = convert(&one) {
-                    return Err(Error::Parquet(format!(
-                        "column '{}' ({}) cannot be written to Parquet: {e}",
-                        field.name(),
-                        field.data_type()
-                    )));
-                }
-            }
-            Err(whole)
-        }
-    }
-}
-
-/// `dt` as stored: Parquet has no seconds unit for timestamps or times, so they are stored in
-/// milliseconds, as pyarrow stores them (readers then see milliseconds, as after pyarrow), and
-/// no list views; a fixed-size binary dictionary is stored as its values.
-fn coerce(dt: &DataType) -> DataType {
-    let field = |f: &FieldRef| Arc::new(f.as_ref().clone().with_data_type(coerce(f.data_type())));
-    map_types(dt, &|t| match t {
-        DataType::Timestamp(TimeUnit::Second, tz) => {
-            Some(DataType::Timestamp(TimeUnit::Millisecond, tz.clone()))
-        }
-        DataType::Time32(TimeUnit::Second) => Some(DataType::Time32(TimeUnit::Millisecond)),
-        // Parquet has no list views; stored as the lists they are (polars 2.1 panics on a list
-        // view in `ARROW:schema`).
-        DataType::ListView(f) => Some(DataType::List(field(f))),
-        DataType::LargeListView(f) => Some(DataType::LargeList(field(f))),
-        // A fixed-size binary dictionary as its values (Parquet's own dictionary encoding
-        // still applies): pyarrow cannot read one that `ARROW:schema` declares a dictionary
-        // when arrow-rs wrote it ("Unencoded byte array data bytes does not support
-        // FIXED_LEN_BYTE_ARRAY").
-        t => fixed_size_dictionary_values(t).map(coerce),
-    })
 }
 
 /// Per top-level field, the codec of each of its leaf columns.

@@ -1,0 +1,362 @@
+//! What a Parquet writer stores for the Arrow schema it is given: the Arrow types coerced to
+//! what the file can hold under the writer's options (the `ARROW:schema` readers restore),
+//! and the Parquet schema of those types with pyarrow's choices where the parquet crate makes
+//! others (decimals, time zones of times, list element names).
+
+use std::sync::Arc;
+
+use ::parquet::arrow::ArrowSchemaConverter;
+use ::parquet::basic::{LogicalType, Repetition, Type as Physical};
+use ::parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
+use arrow_array::ArrayRef;
+use arrow_data::ArrayData;
+use arrow_schema::{DataType, FieldRef, IntervalUnit, Schema, TimeUnit};
+
+use super::options::{FormatVersion, WriteOptions};
+use super::{fixed_size_dictionary_values, map_types};
+use crate::error::{catch_panics, Error, Result};
+
+/// The characters Spark refuses in a column name, replaced by `_` under `flavor="spark"`.
+const SPARK_REFUSES: &[char] = &[' ', ',', ';', '{', '}', '(', ')', '\n', '\t', '='];
+
+/// The schema stored for `schema`: each field's type as `coerce` makes it, and under the Spark
+/// flavor each top-level name with the characters Spark refuses replaced, as pyarrow does.
+pub(crate) fn stored_schema(schema: &Schema, options: &WriteOptions) -> Schema {
+    Schema::new_with_metadata(
+        schema
+            .fields()
+            .iter()
+            .map(|f| {
+                let mut f = f
+                    .as_ref()
+                    .clone()
+                    .with_data_type(coerce(f.data_type(), options));
+                if options.spark_names {
+                    let name = f.name().replace(SPARK_REFUSES, "_");
+                    f = f.with_name(name);
+                }
+                Arc::new(f)
+            })
+            .collect::<Vec<_>>(),
+        schema.metadata().clone(),
+    )
+}
+
+/// `dt` as stored. Parquet has no seconds unit for timestamps or times, so they are stored in
+/// milliseconds, as pyarrow stores them (readers then see milliseconds, as after pyarrow);
+/// `coerce_timestamps` and the format version may coarsen timestamps further, and version 1.0
+/// has no unsigned 32-bit integers. There are no list views; a fixed-size binary dictionary
+/// is stored as its values.
+fn coerce(dt: &DataType, options: &WriteOptions) -> DataType {
+    let field = |f: &FieldRef| {
+        Arc::new(
+            f.as_ref()
+                .clone()
+                .with_data_type(coerce(f.data_type(), options)),
+        )
+    };
+    map_types(dt, &|t| match t {
+        DataType::Timestamp(unit, tz) => {
+            let unit = timestamp_unit(*unit, options);
+            (unit != unit_of(t)).then(|| DataType::Timestamp(unit, tz.clone()))
+        }
+        DataType::Time32(TimeUnit::Second) => Some(DataType::Time32(TimeUnit::Millisecond)),
+        DataType::UInt32 if options.format_version == FormatVersion::V1_0 => Some(DataType::Int64),
+        // Parquet has no list views; stored as the lists they are (polars 2.1 panics on a list
+        // view in `ARROW:schema`).
+        DataType::ListView(f) => Some(DataType::List(field(f))),
+        DataType::LargeListView(f) => Some(DataType::LargeList(field(f))),
+        // A fixed-size binary dictionary as its values (Parquet's own dictionary encoding
+        // still applies): pyarrow cannot read one that `ARROW:schema` declares a dictionary
+        // when arrow-rs wrote it ("Unencoded byte array data bytes does not support
+        // FIXED_LEN_BYTE_ARRAY").
+        t => fixed_size_dictionary_values(t).map(|v| coerce(v, options)),
+    })
+}
+
+fn unit_of(dt: &DataType) -> TimeUnit {
+    match dt {
+        DataType::Timestamp(unit, _) => *unit,
+        _ => TimeUnit::Nanosecond,
+    }
+}
+
+/// The unit a timestamp in `unit` is stored in: `coerce_timestamps` when given; else its own,
+/// but seconds as milliseconds, and nanoseconds as microseconds before version 2.6.
+fn timestamp_unit(unit: TimeUnit, options: &WriteOptions) -> TimeUnit {
+    if let Some(to) = options.coerce_timestamps {
+        return to;
+    }
+    match unit {
+        TimeUnit::Second => TimeUnit::Millisecond,
+        TimeUnit::Nanosecond if options.format_version < FormatVersion::V2_6 => {
+            TimeUnit::Microsecond
+        }
+        u => u,
+    }
+}
+
+fn per_second(unit: TimeUnit) -> i64 {
+    match unit {
+        TimeUnit::Second => 1,
+        TimeUnit::Millisecond => 1_000,
+        TimeUnit::Microsecond => 1_000_000,
+        TimeUnit::Nanosecond => 1_000_000_000,
+    }
+}
+
+/// Refuses `column` when storing it as `to` (its stored type) would drop the remainder of a
+/// timestamp, as pyarrow refuses it unless `allow_truncated_timestamps`: "Casting from
+/// timestamp[ns] to timestamp[us] would lose data: 1001", naming the column.
+pub(crate) fn check_truncation(name: &str, column: &ArrayRef, to: &DataType) -> Result<()> {
+    check_data(name, &column.to_data(), to)
+}
+
+fn check_data(name: &str, data: &ArrayData, to: &DataType) -> Result<()> {
+    if let (DataType::Timestamp(from, _), DataType::Timestamp(unit, _)) = (data.data_type(), to) {
+        let factor = per_second(*from) / per_second(*unit);
+        if factor > 1 {
+            let values = &data.buffer::<i64>(0)[data.offset()..data.offset() + data.len()];
+            let lossy = values
+                .iter()
+                .enumerate()
+                .find(|(i, v)| *v % factor != 0 && data.is_valid(*i));
+            if let Some((_, v)) = lossy {
+                return Err(Error::Parquet(format!(
+                    "column '{name}': casting from {} to {to} would lose data: {v} (pass \
+                     allow_truncated_timestamps=True to truncate)",
+                    data.data_type()
+                )));
+            }
+        }
+        return Ok(());
+    }
+    let children = stored_children(to);
+    for (child, to) in data.child_data().iter().zip(children) {
+        check_data(name, child, &to)?;
+    }
+    Ok(())
+}
+
+/// The stored types of the children `ArrayData` holds for a value of type `dt`.
+fn stored_children(dt: &DataType) -> Vec<DataType> {
+    match dt {
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => vec![f.data_type().clone()],
+        DataType::Struct(fields) => fields.iter().map(|f| f.data_type().clone()).collect(),
+        DataType::Dictionary(_, v) => vec![v.as_ref().clone()],
+        _ => Vec::new(),
+    }
+}
+
+/// The Parquet schema of `schema` (the stored one), or an error naming the first column
+/// Parquet cannot hold.
+pub(crate) fn parquet_schema(schema: &Schema, options: &WriteOptions) -> Result<SchemaDescriptor> {
+    // Refused before anything is written, rows or none: the crate converts both types to a
+    // Parquet schema, then panics (width 0) or fails (intervals) at the first value.
+    for field in schema.fields() {
+        let why = std::cell::Cell::new(None);
+        map_types(field.data_type(), &|t| {
+            match t {
+                DataType::FixedSizeBinary(0) => why.set(Some(
+                    "a fixed-size binary of width 0 has no FIXED_LEN_BYTE_ARRAY, whose length is \
+                     at least 1",
+                )),
+                DataType::Interval(IntervalUnit::MonthDayNano) => why.set(Some(
+                    "Parquet's INTERVAL holds milliseconds, not a month-day-nanosecond interval",
+                )),
+                _ => {}
+            }
+            None
+        });
+        if let Some(why) = why.get() {
+            return Err(Error::Parquet(format!(
+                "column '{}' ({}) cannot be written to Parquet: {why}",
+                field.name(),
+                field.data_type()
+            )));
+        }
+    }
+    let convert = |s: &Schema| {
+        catch_panics("converting the schema", || {
+            Ok(ArrowSchemaConverter::new()
+                .with_coerce_types(true)
+                .convert(s)?)
+        })
+    };
+    let converted = match convert(schema) {
+        Ok(s) => s,
+        Err(whole) => {
+            for field in schema.fields() {
+                let one = Schema::new(vec![field.clone()]);
+                if let Err(e) = convert(&one) {
+                    return Err(Error::Parquet(format!(
+                        "column '{}' ({}) cannot be written to Parquet: {e}",
+                        field.name(),
+                        field.data_type()
+                    )));
+                }
+            }
+            return Err(whole);
+        }
+    };
+    if options.decimal_as_integer && !options.time_adjusted_to_utc && options.compliant_nested_types
+    {
+        return Ok(converted);
+    }
+    let root = converted.root_schema();
+    let fields = root
+        .get_fields()
+        .iter()
+        .zip(schema.fields())
+        .map(|(t, f)| adjust(f.data_type(), t, options).map(Arc::new))
+        .collect::<Result<Vec<_>>>()?;
+    let mut fields = fields;
+    let root = Type::group_type_builder(root.name())
+        .with_fields(std::mem::take(&mut fields))
+        .build()?;
+    Ok(SchemaDescriptor::new(Arc::new(root)))
+}
+
+/// `t`, the crate's Parquet type for a value of Arrow type `dt`, with pyarrow's choices where
+/// the options ask for them: decimals as FIXED_LEN_BYTE_ARRAY, times adjusted to UTC or not,
+/// and list elements under their Arrow names when not compliant.
+fn adjust(dt: &DataType, t: &TypePtr, options: &WriteOptions) -> Result<Type> {
+    let info = t.get_basic_info();
+    let id = info.has_id().then(|| info.id());
+    if t.is_primitive() {
+        let (mut physical, mut length) = (t.get_physical_type(), -1);
+        let mut logical = info.logical_type_ref().cloned();
+        let (mut precision, mut scale) = (-1, -1);
+        if let Type::PrimitiveType {
+            type_length,
+            precision: p,
+            scale: s,
+            ..
+        } = t.as_ref()
+        {
+            length = *type_length;
+            precision = *p;
+            scale = *s;
+        }
+        match &mut logical {
+            Some(LogicalType::Decimal(d))
+                if !options.decimal_as_integer
+                    && matches!(physical, Physical::INT32 | Physical::INT64) =>
+            {
+                physical = Physical::FIXED_LEN_BYTE_ARRAY;
+                length = decimal_bytes(d.precision);
+            }
+            Some(LogicalType::Time(time)) => {
+                time.is_adjusted_to_u_t_c = options.time_adjusted_to_utc
+            }
+            _ => {}
+        }
+        let mut b = Type::primitive_type_builder(info.name(), physical)
+            .with_repetition(info.repetition())
+            .with_logical_type(logical)
+            .with_length(length)
+            .with_precision(precision)
+            .with_scale(scale)
+            .with_id(id);
+        if !matches!(info.logical_type_ref(), Some(LogicalType::Time(_))) {
+            b = b.with_converted_type(info.converted_type());
+        }
+        return Ok(b.build()?);
+    }
+    let children = t.get_fields();
+    let list_child = match dt {
+        DataType::List(f) | DataType::LargeList(f) | DataType::FixedSizeList(f, _) => Some(f),
+        _ => None,
+    };
+    let fields: Vec<TypePtr> = match (dt, list_child) {
+        // LIST: a repeated group holding the element.
+        (_, Some(element)) if children.len() == 1 && !children[0].is_primitive() => {
+            let repeated = &children[0];
+            let inner = repeated.get_fields();
+            let mut element_type = adjust(element.data_type(), &inner[0], options)?;
+            if !options.compliant_nested_types {
+                element_type = renamed(&element_type, element.name())?;
+            }
+            let group = Type::group_type_builder(repeated.name())
+                .with_repetition(Repetition::REPEATED)
+                .with_fields(vec![Arc::new(element_type)])
+                .build()?;
+            vec![Arc::new(group)]
+        }
+        (DataType::Struct(fs), _) => children
+            .iter()
+            .zip(fs.iter())
+            .map(|(c, f)| adjust(f.data_type(), c, options).map(Arc::new))
+            .collect::<Result<_>>()?,
+        (DataType::Map(entries, _), _) if children.len() == 1 => {
+            let kv = &children[0];
+            let DataType::Struct(kf) = entries.data_type() else {
+                return Ok(t.as_ref().clone());
+            };
+            let inner = kv
+                .get_fields()
+                .iter()
+                .zip(kf.iter())
+                .map(|(c, f)| adjust(f.data_type(), c, options).map(Arc::new))
+                .collect::<Result<Vec<_>>>()?;
+            let group = Type::group_type_builder(kv.name())
+                .with_repetition(kv.get_basic_info().repetition())
+                .with_fields(inner)
+                .build()?;
+            vec![Arc::new(group)]
+        }
+        (DataType::Dictionary(_, v), _) => return adjust(v, t, options),
+        _ => return Ok(t.as_ref().clone()),
+    };
+    let mut b = Type::group_type_builder(info.name())
+        .with_fields(fields)
+        .with_logical_type(info.logical_type_ref().cloned())
+        .with_converted_type(info.converted_type())
+        .with_id(id);
+    if info.has_repetition() {
+        b = b.with_repetition(info.repetition());
+    }
+    Ok(b.build()?)
+}
+
+/// `t` under the name `name`.
+fn renamed(t: &Type, name: &str) -> Result<Type> {
+    let info = t.get_basic_info();
+    let id = info.has_id().then(|| info.id());
+    Ok(match t {
+        Type::PrimitiveType {
+            physical_type,
+            type_length,
+            scale,
+            precision,
+            ..
+        } => Type::primitive_type_builder(name, *physical_type)
+            .with_repetition(info.repetition())
+            .with_logical_type(info.logical_type_ref().cloned())
+            .with_converted_type(info.converted_type())
+            .with_length(*type_length)
+            .with_precision(*precision)
+            .with_scale(*scale)
+            .with_id(id)
+            .build()?,
+        Type::GroupType { fields, .. } => Type::group_type_builder(name)
+            .with_repetition(info.repetition())
+            .with_logical_type(info.logical_type_ref().cloned())
+            .with_converted_type(info.converted_type())
+            .with_fields(fields.clone())
+            .with_id(id)
+            .build()?,
+    })
+}
+
+/// The bytes of the shortest two's complement integer that holds every decimal of
+/// `precision` digits: what a FIXED_LEN_BYTE_ARRAY decimal is stored in.
+fn decimal_bytes(precision: i32) -> i32 {
+    let bits = (precision as f64 * std::f64::consts::LOG2_10).ceil() as i32 + 1;
+    (bits + 7) / 8
+}
