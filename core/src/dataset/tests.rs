@@ -8,7 +8,7 @@ use arrow_schema::{DataType, Field, Schema};
 
 use super::*;
 use crate::ipc::{Compression, WriterOptions};
-use crate::parquet::{ParquetFile, ParquetLimits, ParquetSource, WriteOptions};
+use crate::parquet::{ParquetFile, ParquetLimits, ParquetSource};
 use crate::pool::{ContextPool, PoolConfig};
 
 fn table(rows: i32, partitions: i32) -> RecordBatch {

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use arrow_schema::{DataType, FieldRef};
 
 mod body;
+mod dictionary;
 mod footer;
 mod options;
 mod page_header;

@@ -112,12 +112,15 @@ impl PageCodec {
         })
     }
 
-    /// What the file records for a zstd column (Parquet stores no level; the nearest valid
-    /// one is recorded for zstd's negative levels).
-    pub(crate) fn zstd_in_file(params: &CompressParams) -> Result<Compression> {
-        Ok(Compression::ZSTD(ZstdLevel::try_new(
-            params.level.clamp(1, 22),
-        )?))
+    /// What the file records for the column (Parquet stores no level; for zstd's negative
+    /// levels, the nearest valid one is recorded).
+    pub(crate) fn in_file(&self) -> Result<Compression> {
+        Ok(match self {
+            PageCodec::Zstd(params) => {
+                Compression::ZSTD(ZstdLevel::try_new(params.level.clamp(1, 22))?)
+            }
+            other => other.for_encoder()?,
+        })
     }
 }
 
@@ -368,7 +371,13 @@ pub(crate) struct Properties {
 impl WriteOptions {
     /// The parquet crate's properties for `schema`: every per-column setting resolved for
     /// each leaf, zstd columns told to stay uncompressed.
-    pub(crate) fn properties(&self, schema: &SchemaDescriptor) -> Result<Properties> {
+    /// `repaged` says, per leaf column, whether the writer's repaging stage compresses it
+    /// (the crate then leaves it uncompressed).
+    pub(crate) fn properties(
+        &self,
+        schema: &SchemaDescriptor,
+        repaged: &[bool],
+    ) -> Result<Properties> {
         if self.row_group_size == 0 {
             return Err(Error::Parameter(
                 "row_group_size must be at least 1, not 0".into(),
@@ -443,10 +452,14 @@ impl WriteOptions {
         if let Some(n) = self.write_batch_size {
             b = b.set_write_batch_size(n);
         }
-        for column in schema.columns() {
+        for (i, column) in schema.columns().iter().enumerate() {
             let path = column.path().clone();
+            let compression = match repaged.get(i) {
+                Some(true) => Compression::UNCOMPRESSED,
+                _ => self.compression.get(&path).for_encoder()?,
+            };
             b = b
-                .set_column_compression(path.clone(), self.compression.get(&path).for_encoder()?)
+                .set_column_compression(path.clone(), compression)
                 .set_column_dictionary_enabled(path.clone(), self.dictionary.get(&path))
                 .set_column_statistics_enabled(
                     path.clone(),

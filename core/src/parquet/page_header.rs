@@ -55,6 +55,55 @@ pub(crate) fn uncompressed_page_size(header: &[u8]) -> Result<usize> {
     }
 }
 
+/// `header`, a serialized `PageHeader` without a CRC, with `crc` as its field 4: the
+/// parquet crate's page writer has no checksums, so the writer adds them to the headers it
+/// wrote. The fields after it are kept byte for byte, but for the next one's id delta.
+pub(crate) fn with_crc(header: &[u8], crc: u32) -> Result<Vec<u8>> {
+    let mut r = Reader { buf: header, at: 0 };
+    let mut last = 0i16;
+    loop {
+        let before = r.at;
+        let prev = last;
+        let next = r.field(&mut last)?;
+        if let Some((id, kind)) = next.filter(|(id, _)| *id <= 4) {
+            if id == 4 {
+                return Err(corrupt("it already has a crc"));
+            }
+            r.skip(kind, 0)?;
+            continue;
+        }
+        let mut out = Vec::with_capacity(header.len() + 6);
+        out.extend_from_slice(&header[..before]);
+        push_field_header(&mut out, prev, 4, I32);
+        push_zigzag(&mut out, i64::from(crc as i32));
+        match next {
+            None => out.push(0),
+            Some((id, kind)) => push_field_header(&mut out, 4, id, kind),
+        }
+        out.extend_from_slice(&header[r.at..]);
+        return Ok(out);
+    }
+}
+
+fn push_field_header(out: &mut Vec<u8>, last: i16, id: i16, kind: u8) {
+    match id - last {
+        delta @ 1..=15 => out.push(((delta as u8) << 4) | kind),
+        _ => {
+            out.push(kind);
+            push_zigzag(out, i64::from(id));
+        }
+    }
+}
+
+fn push_zigzag(out: &mut Vec<u8>, v: i64) {
+    let mut z = ((v << 1) ^ (v >> 63)) as u64;
+    while z >= 0x80 {
+        out.push((z as u8) | 0x80);
+        z >>= 7;
+    }
+    out.push(z as u8);
+}
+
 fn corrupt(why: &str) -> Error {
     Error::Parquet(format!("corrupt Parquet page header: {why}"))
 }
@@ -246,18 +295,7 @@ mod tests {
 
     /// A header as the compact protocol writes one: type, sizes, then a data page header.
     fn header(uncompressed: i32) -> Vec<u8> {
-        fn zigzag(v: i64, out: &mut Vec<u8>) {
-            let mut u = ((v << 1) ^ (v >> 63)) as u64;
-            loop {
-                let b = (u & 0x7f) as u8;
-                u >>= 7;
-                if u == 0 {
-                    out.push(b);
-                    return;
-                }
-                out.push(b | 0x80);
-            }
-        }
+        let zigzag = |v: i64, out: &mut Vec<u8>| push_zigzag(out, v);
         let mut h = vec![0x15];
         zigzag(0, &mut h); // type: DATA_PAGE
         h.push(0x15);
@@ -268,6 +306,42 @@ mod tests {
         h.extend([0x15, 0x02, 0x00]); // num_values 1, then its end
         h.push(0x00);
         h
+    }
+
+    /// The ids and i32 values of a header's top-level fields (structs skipped).
+    fn fields(h: &[u8]) -> Vec<(i16, Option<i64>)> {
+        let mut r = Reader { buf: h, at: 0 };
+        let mut last = 0;
+        let mut out = Vec::new();
+        while let Some((id, kind)) = r.field(&mut last).unwrap() {
+            if kind == I32 {
+                out.push((id, Some(r.zigzag().unwrap())));
+            } else {
+                r.skip(kind, 0).unwrap();
+                out.push((id, None));
+            }
+        }
+        assert_eq!(r.at, h.len(), "the header ends where its stop byte is");
+        out
+    }
+
+    #[test]
+    fn a_crc_goes_in_as_field_4_and_keeps_the_fields_around_it() {
+        for crc in [0u32, 1, 0x7fff_ffff, 0x8000_0000, 0xdead_beef, u32::MAX] {
+            let h = with_crc(&header(1000), crc).unwrap();
+            assert_eq!(
+                fields(&h),
+                vec![
+                    (1, Some(0)),
+                    (2, Some(1000)),
+                    (3, Some(100)),
+                    (4, Some(i64::from(crc as i32))),
+                    (5, None),
+                ]
+            );
+            assert_eq!(uncompressed_page_size(&h).unwrap(), 1000);
+            assert!(with_crc(&h, crc).is_err(), "a second crc is refused");
+        }
     }
 
     #[test]

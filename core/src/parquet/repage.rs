@@ -5,7 +5,7 @@
 //! page's levels stay as they are), the crate's page writer frames them again, and the
 //! chunk's metadata and offset index are rewritten for the new sizes and offsets.
 
-use std::io::Read;
+use std::io::{Read, Write as _};
 use std::sync::{Arc, Mutex};
 
 use ::parquet::arrow::arrow_writer::PageStoreFactory;
@@ -21,7 +21,9 @@ use ::parquet::file::writer::{SerializedPageWriter, TrackedWrite};
 use bytes::{Bytes, BytesMut};
 
 use super::body::{swap_body, Body};
+use super::dictionary::GivenDictionary;
 use super::options::PageCodec;
+use super::page_header::with_crc;
 use crate::context::{CompressParams, Compressor};
 use crate::error::{Error, Result};
 
@@ -92,12 +94,82 @@ pub(crate) enum EncodedChunk {
     Native(ArrowColumnChunk),
 }
 
-/// Compresses the pages of `chunk`, written uncompressed into `blobs`, with `compressor`.
+/// How the repaging stage compresses a column's pages.
+pub(crate) enum PageCompression<'a> {
+    /// zstd, with a pooled context.
+    Zstd(CompressParams, &'a mut Compressor),
+    /// Any other codec (or none), compressed here: columns the stage rewrites (a given
+    /// dictionary, page checksums) are encoded uncompressed whatever their codec.
+    Other(PageCodec),
+}
+
+impl PageCompression<'_> {
+    fn codec(&self) -> PageCodec {
+        match self {
+            PageCompression::Zstd(params, _) => PageCodec::Zstd(*params),
+            PageCompression::Other(codec) => *codec,
+        }
+    }
+
+    fn compress(&mut self, body: &[u8]) -> Result<Bytes> {
+        Ok(match self {
+            PageCompression::Zstd(_, compressor) => {
+                Bytes::copy_from_slice(compressor.compress_to_scratch(body)?)
+            }
+            PageCompression::Other(codec) => compress_other(*codec, body)?.into(),
+        })
+    }
+}
+
+/// `body` compressed with a codec other than zstd, as the parquet crate compresses it.
+fn compress_other(codec: PageCodec, body: &[u8]) -> Result<Vec<u8>> {
+    use std::io::Write;
+    let failed = |e: std::io::Error| Error::Compress(format!("{codec:?}: {e}"));
+    Ok(match codec {
+        PageCodec::None => body.to_vec(),
+        PageCodec::Snappy => snap::raw::Encoder::new()
+            .compress_vec(body)
+            .map_err(|e| Error::Compress(format!("snappy: {e}")))?,
+        PageCodec::Lz4Raw => lz4_flex::block::compress(body),
+        PageCodec::Gzip(level) => {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::new(level));
+            e.write_all(body).map_err(failed)?;
+            e.finish().map_err(failed)?
+        }
+        PageCodec::Brotli(level) => {
+            // The window the parquet crate's brotli codec uses.
+            let mut out = Vec::new();
+            {
+                let mut e = brotli::CompressorWriter::new(&mut out, 4096, level, 22);
+                e.write_all(body).map_err(failed)?;
+                e.flush().map_err(failed)?;
+            }
+            out
+        }
+        PageCodec::Zstd(_) => {
+            return Err(Error::Compress(
+                "zstd pages are compressed with a pooled context".into(),
+            ))
+        }
+    })
+}
+
+/// What the repaging stage does to one column chunk besides compressing its pages.
+#[derive(Default)]
+pub(crate) struct Rewrites<'a> {
+    /// The Arrow dictionary the chunk is written with (see `dictionary`).
+    pub dictionary: Option<&'a GivenDictionary>,
+    /// Whether each page header gets the CRC32 of the page's body.
+    pub checksum: bool,
+}
+
+/// Compresses the pages of `chunk`, written uncompressed into `blobs`, with `compression`,
+/// rewriting them first as `rewrites` asks.
 pub(crate) fn repage(
     chunk: ArrowColumnChunk,
     blobs: &SharedBlobs,
-    params: &CompressParams,
-    compressor: &mut Compressor,
+    mut compression: PageCompression<'_>,
+    rewrites: Rewrites<'_>,
 ) -> Result<EncodedChunk> {
     let close = chunk.close().clone();
     let parts = std::mem::take(&mut *lock(blobs));
@@ -139,26 +211,58 @@ pub(crate) fn repage(
         (close.metadata.uncompressed_size() as usize / 4).max(1024),
     ));
     let mut specs = Vec::new();
-    {
-        let mut writer = SerializedPageWriter::new(&mut out);
-        while let Some(page) = pages.get_next_page()? {
-            specs.push(writer.write_page(compress_page(page, compressor)?)?);
-        }
-        writer.close()?;
+    let mut row = 0;
+    while let Some(page) = pages.get_next_page()? {
+        let page = match rewrites.dictionary {
+            Some(d) => d.rewrite(page, &mut row)?,
+            None => page,
+        };
+        let page = compress_page(page, &mut compression)?;
+        specs.push(if rewrites.checksum {
+            write_with_crc(&mut out, page)?
+        } else {
+            SerializedPageWriter::new(&mut out).write_page(page)?
+        });
     }
+    out.flush()?;
     let bytes = Bytes::from(out.into_inner()?);
     Ok(EncodedChunk::Repaged {
-        close: rewrite_close(close, &specs, params)?,
+        close: rewrite_close(close, &specs, compression.codec())?,
         bytes,
     })
 }
 
-/// `page` with its body compressed by `compressor` (a v2 page's levels are kept in front, and
-/// a v2 body that would not shrink is stored as it is, as the format allows).
-fn compress_page(page: Page, compressor: &mut Compressor) -> Result<CompressedPage> {
+/// Writes `page` through `writer` with the CRC32 of its body in its header. The crate's page
+/// writer writes no checksum, so the header it serializes is rewritten before it goes out.
+fn write_with_crc(out: &mut TrackedWrite<Vec<u8>>, page: CompressedPage) -> Result<PageWriteSpec> {
+    let body = page.data().to_vec();
+    let mut crc = flate2::Crc::new();
+    crc.update(&body);
+    let crc = crc.sum();
+    let mut scratch = TrackedWrite::new(Vec::with_capacity(body.len() + 64));
+    let spec = SerializedPageWriter::new(&mut scratch).write_page(page)?;
+    let serialized = scratch.into_inner()?;
+    let header_len = serialized.len() - body.len();
+    let header = with_crc(&serialized[..header_len], crc)?;
+    let grown = header.len() - header_len;
+    let start = out.bytes_written() as u64;
+    out.write_all(&header)?;
+    out.write_all(&body)?;
+    Ok(PageWriteSpec {
+        offset: start,
+        bytes_written: (header.len() + body.len()) as u64,
+        compressed_size: spec.compressed_size + grown,
+        uncompressed_size: spec.uncompressed_size + grown,
+        ..spec
+    })
+}
+
+/// `page` with its body compressed (a v2 page's levels are kept in front, and a v2 body that
+/// would not shrink is stored as it is, as the format allows).
+fn compress_page(page: Page, compression: &mut PageCompression<'_>) -> Result<CompressedPage> {
     let uncompressed_size = page.buffer().len();
     let page = swap_body(page, |body| match body {
-        Body::Whole(buf) => Ok((compress_body(buf, compressor)?, false)),
+        Body::Whole(buf) => Ok((compression.compress(buf)?, false)),
         Body::V2 { buf, levels, .. } => {
             let values = buf.get(levels..).ok_or_else(|| {
                 Error::Parquet(format!(
@@ -166,23 +270,17 @@ fn compress_page(page: Page, compressor: &mut Compressor) -> Result<CompressedPa
                     buf.len()
                 ))
             })?;
-            let frame = compressor.compress_to_scratch(values)?;
+            let frame = compression.compress(values)?;
             if values.is_empty() || frame.len() >= values.len() {
                 return Ok((buf.clone(), false));
             }
             let mut b = BytesMut::with_capacity(levels + frame.len());
             b.extend_from_slice(&buf[..levels]);
-            b.extend_from_slice(frame);
+            b.extend_from_slice(&frame);
             Ok((b.freeze(), true))
         }
     })?;
     Ok(CompressedPage::new(page, uncompressed_size))
-}
-
-fn compress_body(body: &[u8], compressor: &mut Compressor) -> Result<Bytes> {
-    Ok(Bytes::copy_from_slice(
-        compressor.compress_to_scratch(body)?,
-    ))
 }
 
 /// The close result of a chunk whose pages were written as `specs`: the codec, the sizes, the
@@ -191,7 +289,7 @@ fn compress_body(body: &[u8], compressor: &mut Compressor) -> Result<Bytes> {
 fn rewrite_close(
     mut close: ColumnCloseResult,
     specs: &[PageWriteSpec],
-    params: &CompressParams,
+    codec: PageCodec,
 ) -> Result<ColumnCloseResult> {
     let compressed: u64 = specs.iter().map(|s| s.compressed_size as u64).sum();
     let uncompressed: u64 = specs.iter().map(|s| s.uncompressed_size as u64).sum();
@@ -207,7 +305,7 @@ fn rewrite_close(
     close.metadata = close
         .metadata
         .into_builder()
-        .set_compression(PageCodec::zstd_in_file(params)?)
+        .set_compression(codec.in_file()?)
         .set_total_compressed_size(compressed as i64)
         .set_total_uncompressed_size(uncompressed as i64)
         .set_data_page_offset(first_data)

@@ -15,8 +15,9 @@ use ::parquet::schema::types::SchemaDescriptor;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 
+use super::dictionary::{writes_given_dictionary, GivenDictionary};
 use super::options::{PageCodec, Properties, WriteOptions};
-use super::repage::{repage, CaptureFactory, EncodedChunk};
+use super::repage::{repage, CaptureFactory, EncodedChunk, PageCompression, Rewrites};
 use super::stored::{check_truncation, parquet_schema, stored_schema};
 use crate::batch_schema::check_schema;
 use crate::context::{CompressParams, Compressor};
@@ -34,8 +35,8 @@ pub struct ParquetWriter<W: Write + Send> {
     schema: SchemaRef,
     /// What is stored: `schema` with the types Parquet has no unit for coerced (see `coerce`).
     stored: SchemaRef,
-    /// Per top-level field, the codec of each of its leaf columns.
-    leaves: Vec<Vec<PageCodec>>,
+    /// Per top-level field, how each of its leaf columns is written.
+    leaves: Vec<Vec<LeafPlan>>,
     options: WriteOptions,
     pool: ContextPool,
     pending: Vec<RecordBatch>,
@@ -57,10 +58,12 @@ impl<W: Write + Send> ParquetWriter<W> {
     ) -> Result<Self> {
         let stored = Arc::new(stored_schema(&schema, &options));
         let parquet_schema = parquet_schema(&stored, &options)?;
+        let leaves = leaf_plans(&parquet_schema, &stored, &options);
+        let repaged: Vec<bool> = leaves.iter().flatten().map(|l| l.repaged).collect();
         let Properties {
             file: mut props,
             columns,
-        } = options.properties(&parquet_schema)?;
+        } = options.properties(&parquet_schema, &repaged)?;
         if options.store_schema {
             add_encoded_arrow_schema_to_metadata(&stored, &mut props);
         }
@@ -77,7 +80,6 @@ impl<W: Write + Send> ParquetWriter<W> {
                 extra.push(KeyValue::new(key.clone(), schema.metadata()[key].clone()));
             }
         }
-        let leaves = leaf_codecs(&parquet_schema, &options);
         let mut file =
             SerializedFileWriter::new(sink, parquet_schema.root_schema_ptr(), Arc::new(props))?;
         for kv in extra {
@@ -271,16 +273,16 @@ impl<W: Write + Send> ParquetWriter<W> {
         let blobs = self.capture.take_created();
         let mut leaves = writers.into_iter().zip(blobs);
         let mut tasks = Vec::with_capacity(self.leaves.len());
-        for (field, codecs) in self.leaves.iter().enumerate() {
-            let mut columns = Vec::with_capacity(codecs.len());
-            for codec in codecs {
+        for (field, plans) in self.leaves.iter().enumerate() {
+            let mut columns = Vec::with_capacity(plans.len());
+            for plan in plans {
                 let (writer, blobs) = leaves.next().ok_or_else(|| {
                     Error::Parquet("fewer column writers than leaf columns".into())
                 })?;
                 columns.push(Leaf {
                     writer,
                     blobs,
-                    codec: *codec,
+                    plan: *plan,
                 });
             }
             let bytes = batches
@@ -296,6 +298,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         let total: usize = tasks.iter().map(|t| t.bytes).sum();
         let threads = resolve_threads(self.options.threads, total, tasks.len())?;
         let schema = &self.stored;
+        let checksum = self.options.page_checksum;
         let encoded = for_each_parallel(
             &tasks,
             threads,
@@ -305,7 +308,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             |leases, _, task| {
                 let name = schema.field(task.field).name();
                 catch_panics(&format!("encoding column '{name}'"), || {
-                    encode_field(task, schema, batches, leases, &self.pool)
+                    encode_field(task, schema, batches, leases, &self.pool, checksum)
                 })
                 .map_err(|e| e.at(format_args!("column '{name}'")))
             },
@@ -338,16 +341,58 @@ struct FieldTask {
 struct Leaf {
     writer: ArrowColumnWriter,
     blobs: Arc<Mutex<Vec<bytes::Bytes>>>,
-    codec: PageCodec,
+    plan: LeafPlan,
 }
 
-/// Encodes one field of every batch and compresses its zstd leaves.
+/// How a leaf column is written.
+#[derive(Clone, Copy, Debug)]
+struct LeafPlan {
+    codec: PageCodec,
+    /// Whether the crate encodes it uncompressed and the repaging stage compresses its pages
+    /// (zstd, with a pooled context), rewriting them on the way (checksums, a given
+    /// dictionary).
+    repaged: bool,
+    /// Whether it is written with the Arrow dictionary it is given (see `dictionary`).
+    given_dictionary: bool,
+    /// Whether it has definition levels.
+    nullable: bool,
+}
+
+/// Per top-level field of `stored`, how each of its leaf columns is written.
+fn leaf_plans(
+    schema: &SchemaDescriptor,
+    stored: &Schema,
+    options: &WriteOptions,
+) -> Vec<Vec<LeafPlan>> {
+    let roots = schema.root_schema().get_fields().len();
+    let mut out = vec![Vec::new(); roots];
+    for (i, column) in schema.columns().iter().enumerate() {
+        let root = schema.get_column_root_idx(i);
+        let codec = options.compression.get(column.path());
+        let given_dictionary = column.max_rep_level() == 0
+            && column.path().parts().len() == 1
+            && options.dictionary.get(column.path())
+            && writes_given_dictionary(stored.field(root).data_type());
+        out[root].push(LeafPlan {
+            codec,
+            repaged: matches!(codec, PageCodec::Zstd(_))
+                || options.page_checksum
+                || given_dictionary,
+            given_dictionary,
+            nullable: column.max_def_level() > 0,
+        });
+    }
+    out
+}
+
+/// Encodes one field of every batch and compresses the leaves the repaging stage compresses.
 fn encode_field(
     task: &FieldTask,
     schema: &Schema,
     batches: &[RecordBatch],
     leases: &mut Leases,
     pool: &ContextPool,
+    checksum: bool,
 ) -> Result<Vec<EncodedChunk>> {
     let mut leaves = std::mem::take(&mut *task.leaves.lock().unwrap_or_else(|p| p.into_inner()));
     let field = schema.field(task.field);
@@ -360,12 +405,26 @@ fn encode_field(
     let mut out = Vec::with_capacity(leaves.len());
     for leaf in leaves {
         let chunk = leaf.writer.close()?;
-        out.push(match leaf.codec {
-            PageCodec::Zstd(params) => {
-                repage(chunk, &leaf.blobs, &params, leases.get(pool, params)?)?
-            }
-            _ => EncodedChunk::Native(chunk),
-        });
+        let plan = leaf.plan;
+        if !plan.repaged {
+            out.push(EncodedChunk::Native(chunk));
+            continue;
+        }
+        let dictionary = if plan.given_dictionary {
+            let columns: Vec<_> = batches.iter().map(|b| b.column(task.field)).collect();
+            GivenDictionary::of(&columns, plan.nullable)
+        } else {
+            None
+        };
+        let compression = match plan.codec {
+            PageCodec::Zstd(params) => PageCompression::Zstd(params, leases.get(pool, params)?),
+            other => PageCompression::Other(other),
+        };
+        let rewrites = Rewrites {
+            dictionary: dictionary.as_ref(),
+            checksum,
+        };
+        out.push(repage(chunk, &leaf.blobs, compression, rewrites)?);
     }
     Ok(out)
 }
@@ -387,14 +446,4 @@ impl Leases {
         };
         Ok(&mut self.held[at])
     }
-}
-
-/// Per top-level field, the codec of each of its leaf columns.
-fn leaf_codecs(schema: &SchemaDescriptor, options: &WriteOptions) -> Vec<Vec<PageCodec>> {
-    let roots = schema.root_schema().get_fields().len();
-    let mut out = vec![Vec::new(); roots];
-    for (i, column) in schema.columns().iter().enumerate() {
-        out[schema.get_column_root_idx(i)].push(options.compression.get(column.path()));
-    }
-    out
 }

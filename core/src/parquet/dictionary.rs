@@ -1,0 +1,336 @@
+//! A dictionary column written with the Arrow dictionary it was given. The parquet crate
+//! dictionary-encodes a dictionary array's values afresh: its dictionary page holds only the
+//! values rows use, in the order rows first use them. A pandas categorical loses its unused
+//! categories and its order that way, and an ordered one then compares differently after a
+//! round trip. pyarrow writes the Arrow dictionary itself, and so does this stage, for a
+//! top-level column of strings or binaries whose row group's batches share one dictionary: the
+//! repaging stage replaces the dictionary page's body with the Arrow dictionary, PLAIN-encoded,
+//! and each dictionary-encoded data page's indices with the Arrow keys of its rows.
+
+use std::ops::Range;
+
+use ::parquet::basic::Encoding;
+use ::parquet::column::page::Page;
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt32Type;
+use arrow_array::{Array, ArrayRef};
+use arrow_schema::DataType;
+use bytes::Bytes;
+
+use crate::error::{Error, Result};
+
+/// Whether the dictionary of a column of type `dt` can be written as given: strings or
+/// binaries, which pyarrow reads back into a dictionary (it decodes other value types).
+pub(crate) fn writes_given_dictionary(dt: &DataType) -> bool {
+    match dt {
+        DataType::Dictionary(_, v) => matches!(
+            v.as_ref(),
+            DataType::Utf8
+                | DataType::LargeUtf8
+                | DataType::Utf8View
+                | DataType::Binary
+                | DataType::LargeBinary
+                | DataType::BinaryView
+        ),
+        _ => false,
+    }
+}
+
+/// The Arrow dictionary of one column chunk and the key of each of its rows.
+pub(crate) struct GivenDictionary {
+    /// The dictionary page's body: each value PLAIN-encoded (a 4-byte length, then its bytes).
+    page: Bytes,
+    entries: usize,
+    /// Per row, its key; None for a null row.
+    keys: Vec<Option<u32>>,
+    /// Whether a data page's body starts with definition levels (a nullable column).
+    levels: bool,
+}
+
+impl GivenDictionary {
+    /// The dictionary of `columns` (one per batch of a row group, each a dictionary array of
+    /// strings or binaries), or None when they do not share one without nulls, or when a
+    /// value is too long for Parquet: the column is then encoded as the crate encodes it.
+    pub(crate) fn of(columns: &[&ArrayRef], nullable: bool) -> Option<Self> {
+        let first = columns.first()?.as_any_dictionary_opt()?;
+        let values = first.values();
+        if values.null_count() > 0 {
+            return None;
+        }
+        let data = values.to_data();
+        let rows = columns.iter().map(|c| c.len()).sum();
+        let mut keys = Vec::with_capacity(rows);
+        for column in columns {
+            let dictionary = column.as_any_dictionary_opt()?;
+            if !std::sync::Arc::ptr_eq(dictionary.values(), values)
+                && dictionary.values().to_data() != data
+            {
+                return None;
+            }
+            let k = arrow_cast::cast(dictionary.keys(), &DataType::UInt32).ok()?;
+            keys.extend(k.as_primitive::<UInt32Type>().iter());
+        }
+        let bytes = arrow_cast::cast(values, &DataType::LargeBinary).ok()?;
+        let bytes = bytes.as_binary::<i64>();
+        let mut page = Vec::with_capacity(bytes.values().len() + 4 * bytes.len());
+        for value in bytes.iter().flatten() {
+            page.extend_from_slice(&u32::try_from(value.len()).ok()?.to_le_bytes());
+            page.extend_from_slice(value);
+        }
+        Some(GivenDictionary {
+            page: page.into(),
+            entries: values.len(),
+            keys,
+            levels: nullable,
+        })
+    }
+
+    /// `page` rewritten to hold the given dictionary: the dictionary page's body replaced, a
+    /// dictionary-encoded data page's indices replaced by its rows' keys, any other page as it
+    /// is. `row` is the first row of a data page, advanced past it.
+    pub(crate) fn rewrite(&self, page: Page, row: &mut usize) -> Result<Page> {
+        Ok(match page {
+            Page::DictionaryPage {
+                encoding,
+                is_sorted,
+                ..
+            } => Page::DictionaryPage {
+                buf: self.page.clone(),
+                num_values: self.entries as u32,
+                encoding,
+                is_sorted,
+            },
+            Page::DataPage {
+                buf,
+                num_values,
+                encoding,
+                def_level_encoding,
+                rep_level_encoding,
+                statistics,
+            } => {
+                let rows = *row..*row + num_values as usize;
+                *row = rows.end;
+                let buf = if is_dictionary(encoding) {
+                    // v1: the definition levels, if any, are a 4-byte length and that many bytes.
+                    let levels = if self.levels {
+                        let len = buf
+                            .get(..4)
+                            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+                            .ok_or_else(|| short_page(buf.len()))?;
+                        4 + len
+                    } else {
+                        0
+                    };
+                    self.indices(&buf, levels, rows)?
+                } else {
+                    buf
+                };
+                Page::DataPage {
+                    buf,
+                    num_values,
+                    encoding,
+                    def_level_encoding,
+                    rep_level_encoding,
+                    statistics,
+                }
+            }
+            Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                num_nulls,
+                num_rows,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                is_compressed,
+                statistics,
+            } => {
+                let rows = *row..*row + num_rows as usize;
+                *row = rows.end;
+                let buf = if is_dictionary(encoding) {
+                    let levels = def_levels_byte_len as usize + rep_levels_byte_len as usize;
+                    self.indices(&buf, levels, rows)?
+                } else {
+                    buf
+                };
+                Page::DataPageV2 {
+                    buf,
+                    num_values,
+                    encoding,
+                    num_nulls,
+                    num_rows,
+                    def_levels_byte_len,
+                    rep_levels_byte_len,
+                    is_compressed,
+                    statistics,
+                }
+            }
+        })
+    }
+
+    /// A data page's body: its first `levels` bytes (the levels) kept, then the keys of the
+    /// non-null rows of `rows`, as a bit width and an RLE/bit-packed hybrid run.
+    fn indices(&self, buf: &Bytes, levels: usize, rows: Range<usize>) -> Result<Bytes> {
+        let prefix = buf.get(..levels).ok_or_else(|| short_page(buf.len()))?;
+        let keys = self.keys.get(rows.clone()).ok_or_else(|| {
+            Error::Parquet(format!(
+                "a dictionary page covers rows {rows:?} of a chunk of {}",
+                self.keys.len()
+            ))
+        })?;
+        let bit_width = match self.entries {
+            0 | 1 => 0,
+            n => (usize::BITS - (n - 1).leading_zeros()) as u8,
+        };
+        let valid: Vec<u32> = keys.iter().flatten().copied().collect();
+        let mut out = Vec::with_capacity(levels + 1 + valid.len() * bit_width as usize / 8 + 16);
+        out.extend_from_slice(prefix);
+        out.push(bit_width);
+        rle_hybrid(&valid, bit_width, &mut out);
+        Ok(out.into())
+    }
+}
+
+fn is_dictionary(encoding: Encoding) -> bool {
+    matches!(
+        encoding,
+        Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY
+    )
+}
+
+fn short_page(len: usize) -> Error {
+    Error::Parquet(format!(
+        "the encoder wrote a dictionary-encoded page of {len} bytes, too short for its levels"
+    ))
+}
+
+/// Literal values a bit-packed run holds at most (63 groups of 8, as Arrow C++ writes them:
+/// some readers take no more).
+const MAX_LITERALS: usize = 63 * 8;
+
+/// Appends `values` as Parquet's RLE/bit-packed hybrid at `bit_width`: runs of 8 or more
+/// equal values as RLE runs, the rest bit-packed in groups of 8.
+fn rle_hybrid(values: &[u32], bit_width: u8, out: &mut Vec<u8>) {
+    let value_bytes = (bit_width as usize).div_ceil(8);
+    let mut literals: Vec<u32> = Vec::with_capacity(MAX_LITERALS);
+    let mut i = 0;
+    while i < values.len() {
+        let v = values[i];
+        let run = values[i..].iter().take_while(|&&x| x == v).count();
+        if run >= 8 && literals.len() % 8 == 0 {
+            bit_pack(&mut literals, bit_width, out);
+            push_varint(out, (run as u64) << 1);
+            out.extend_from_slice(&v.to_le_bytes()[..value_bytes]);
+            i += run;
+        } else {
+            literals.push(v);
+            i += 1;
+            if literals.len() == MAX_LITERALS {
+                bit_pack(&mut literals, bit_width, out);
+            }
+        }
+    }
+    bit_pack(&mut literals, bit_width, out);
+}
+
+/// Appends `literals` as one bit-packed run (padded with zeros to a multiple of 8, which
+/// readers ignore past the values they expect), least significant bits first, and empties it.
+fn bit_pack(literals: &mut Vec<u32>, bit_width: u8, out: &mut Vec<u8>) {
+    if literals.is_empty() {
+        return;
+    }
+    let groups = literals.len().div_ceil(8);
+    literals.resize(groups * 8, 0);
+    push_varint(out, ((groups as u64) << 1) | 1);
+    let (mut acc, mut bits) = (0u64, 0u32);
+    for &v in literals.iter() {
+        acc |= u64::from(v) << bits;
+        bits += u32::from(bit_width);
+        while bits >= 8 {
+            out.push(acc as u8);
+            acc >>= 8;
+            bits -= 8;
+        }
+    }
+    literals.clear();
+}
+
+fn push_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decodes an RLE/bit-packed hybrid of `n` values at `bit_width`, as the format defines it.
+    fn decode(mut buf: &[u8], bit_width: u8, n: usize) -> Vec<u32> {
+        let varint = |buf: &mut &[u8]| {
+            let (mut v, mut shift) = (0u64, 0);
+            loop {
+                let b = buf[0];
+                *buf = &buf[1..];
+                v |= u64::from(b & 0x7f) << shift;
+                shift += 7;
+                if b & 0x80 == 0 {
+                    return v;
+                }
+            }
+        };
+        let mut out = Vec::new();
+        while out.len() < n {
+            let header = varint(&mut buf);
+            if header & 1 == 0 {
+                let bytes = (bit_width as usize).div_ceil(8);
+                let mut v = [0u8; 4];
+                v[..bytes].copy_from_slice(&buf[..bytes]);
+                buf = &buf[bytes..];
+                out.extend(std::iter::repeat_n(
+                    u32::from_le_bytes(v),
+                    (header >> 1) as usize,
+                ));
+            } else {
+                let count = (header >> 1) as usize * 8;
+                let (mut acc, mut bits) = (0u64, 0u32);
+                for _ in 0..count {
+                    while bits < u32::from(bit_width) {
+                        acc |= u64::from(buf[0]) << bits;
+                        buf = &buf[1..];
+                        bits += 8;
+                    }
+                    let mask = (1u64 << bit_width) - 1;
+                    out.push((acc & mask) as u32);
+                    acc >>= bit_width;
+                    bits -= u32::from(bit_width);
+                }
+            }
+        }
+        assert!(buf.is_empty(), "{} bytes left over", buf.len());
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn runs_and_literals_decode_to_the_values() {
+        let cases: Vec<(Vec<u32>, u8)> = vec![
+            (vec![], 3),
+            (vec![5], 3),
+            (vec![1, 2, 3, 4, 5, 6, 7], 3),
+            (vec![7; 100], 3),
+            ([vec![1, 2, 3], vec![4; 20], vec![0, 1]].concat(), 3),
+            ((0..2000).map(|i| i % 1000).collect(), 10),
+            ((0..3000).map(|i| (i / 9) % 2).collect(), 1),
+            (vec![u32::MAX, 0, u32::MAX], 32),
+            (vec![0; 17], 0),
+        ];
+        for (values, width) in cases {
+            let mut out = Vec::new();
+            rle_hybrid(&values, width, &mut out);
+            assert_eq!(decode(&out, width, values.len()), values, "width {width}");
+        }
+    }
+}

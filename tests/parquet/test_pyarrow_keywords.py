@@ -1,0 +1,360 @@
+"""pyarrow's Parquet writer keywords on zstdpool's writers: each takes effect as the file's
+footer shows, the file reads back in pyarrow, polars and duckdb, and a bad value names the
+keyword. And data that pyarrow keeps as it went in: pandas categoricals and empty row groups."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import zstdpool.parquet as zp
+from zstdpool.errors import ParameterError, ParquetError
+
+TABLE = pa.table(
+    {
+        "ts": pa.array([1_000, 2_000, None, 4_000] * 50, pa.timestamp("ns")),
+        "u32": pa.array([1, 2, 3, 2**32 - 1] * 50, pa.uint32()),
+        "t64": pa.array([1_000, 2_000, 3_000, 4_000] * 50, pa.time64("ns")),
+        "d": pa.array([1, -2, 3, 4] * 50, pa.decimal128(5, 2)),
+        "f": pa.array([1.5, 2.5, None, 3.5] * 50),
+        "s": pa.array(["a", "b", "c", None] * 50),
+        "l": pa.array([[1], [2, 3], None, []] * 50, pa.list_(pa.int32())),
+    }
+)
+
+
+def footer(data: bytes) -> pq.FileMetaData:
+    return pq.ParquetFile(io.BytesIO(data)).metadata
+
+
+def column(data: bytes, name: str) -> pq.ColumnChunkMetaData:
+    md = footer(data).row_group(0)
+    return next(md.column(i) for i in range(md.num_columns) if md.column(i).path_in_schema == name)
+
+
+def pyarrows(table: pa.Table, **options: Any) -> bytes:
+    sink = io.BytesIO()
+    pq.write_table(table, sink, **options)
+    return sink.getvalue()
+
+
+def read_everywhere(data: bytes, tmp_path: Path) -> pa.Table:
+    """The file as pyarrow reads it, after polars and duckdb read the same rows."""
+    import duckdb
+    import polars as pl
+
+    table = pq.read_table(io.BytesIO(data))
+    assert pl.read_parquet(io.BytesIO(data)).height == table.num_rows
+    path = tmp_path / "f.parquet"
+    path.write_bytes(data)
+    assert duckdb.sql(f"select count(*) from '{path}'").fetchall() == [(table.num_rows,)]
+    return table
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.4", "2.6"])
+def test_each_version_stores_the_logical_types_pyarrow_stores(version: str) -> None:
+    # Nanoseconds are whole microseconds here, so that 1.0 and 2.4 need not truncate.
+    ours, theirs = zp.write_table(TABLE, version=version), pyarrows(TABLE, version=version)
+    assert footer(ours).format_version == footer(theirs).format_version
+    ours_file, theirs_file = pq.ParquetFile(io.BytesIO(ours)), pq.ParquetFile(io.BytesIO(theirs))
+    for i in range(len(TABLE.schema)):
+        a, b = ours_file.schema.column(i), theirs_file.schema.column(i)
+        assert (a.physical_type, str(a.logical_type)) == (b.physical_type, str(b.logical_type)), (
+            a.path
+        )
+    assert pq.read_table(io.BytesIO(ours)).equals(pq.read_table(io.BytesIO(theirs)))
+
+
+def test_a_coarser_unit_refuses_to_drop_a_remainder_unless_allowed() -> None:
+    table = pa.table({"x": pa.array([1_001], pa.timestamp("ns"))})
+    with pytest.raises(ParquetError, match="'x'.*would lose data: 1001.*allow_truncated"):
+        zp.write_table(table, version="2.4")
+    with pytest.raises(ParquetError, match="would lose data"):
+        zp.write_table(table, coerce_timestamps="ms")
+    back = pq.read_table(
+        io.BytesIO(zp.write_table(table, coerce_timestamps="ms", allow_truncated_timestamps=True))
+    )
+    assert back.schema.field("x").type == pa.timestamp("ms")
+    assert (
+        back.column("x").to_pylist()
+        == pq.read_table(
+            io.BytesIO(pyarrows(table, coerce_timestamps="ms", allow_truncated_timestamps=True))
+        )
+        .column("x")
+        .to_pylist()
+    )
+    # A nested timestamp is checked too.
+    nested = pa.table({"n": pa.array([[1_001]], pa.list_(pa.timestamp("ns")))})
+    with pytest.raises(ParquetError, match="would lose data"):
+        zp.write_table(nested, coerce_timestamps="us")
+
+
+def test_encodings_by_column_and_byte_stream_split(tmp_path: Path) -> None:
+    data = zp.write_table(
+        TABLE,
+        use_dictionary=False,
+        column_encoding={
+            "f": "BYTE_STREAM_SPLIT",
+            "s": "DELTA_BYTE_ARRAY",
+            "u32": "delta_binary_packed",
+        },
+    )
+    assert "BYTE_STREAM_SPLIT" in column(data, "f").encodings
+    assert "DELTA_BYTE_ARRAY" in column(data, "s").encodings
+    assert "DELTA_BINARY_PACKED" in column(data, "u32").encodings
+    assert read_everywhere(data, tmp_path).equals(pq.read_table(io.BytesIO(zp.write_table(TABLE))))
+    split = zp.write_table(TABLE, use_dictionary=["s"], use_byte_stream_split=["f"])
+    assert "BYTE_STREAM_SPLIT" in column(split, "f").encodings
+    assert "RLE_DICTIONARY" in column(split, "s").encodings
+
+
+def test_footer_options_take_effect() -> None:
+    sorting = [pq.SortingColumn(0), pq.SortingColumn(4, descending=True, nulls_first=True)]
+    data = zp.write_table(
+        TABLE, sorting_columns=sorting, store_schema=False, write_page_index=False
+    )
+    md = footer(data)
+    assert md.row_group(0).sorting_columns == tuple(sorting)
+    assert b"ARROW:schema" not in (md.metadata or {})
+    assert not column(data, "s").has_column_index and not column(data, "s").has_offset_index
+    # Without the stored schema, readers see what Parquet holds: no nanoseconds lost here.
+    assert pq.read_table(io.BytesIO(data)).column("u32").equals(TABLE.column("u32"))
+    default = zp.write_table(TABLE)
+    assert column(default, "s").has_column_index and column(default, "s").has_offset_index
+    assert b"ARROW:schema" in footer(default).metadata
+
+
+def test_decimals_times_and_list_names_as_pyarrow_stores_them() -> None:
+    for options in [
+        {},
+        {"store_decimal_as_integer": True},
+        {"write_time_adjusted_to_utc": True},
+        {"use_compliant_nested_type": False},
+    ]:
+        ours = pq.ParquetFile(io.BytesIO(zp.write_table(TABLE, **options))).schema
+        theirs = pq.ParquetFile(io.BytesIO(pyarrows(TABLE, **options))).schema
+        for i in range(len(theirs)):
+            a, b = ours.column(i), theirs.column(i)
+            assert (a.path, a.physical_type, str(a.logical_type)) == (
+                b.path,
+                b.physical_type,
+                str(b.logical_type),
+            ), options
+        back = pq.read_table(io.BytesIO(zp.write_table(TABLE, **options)))
+        assert back.column("d").equals(TABLE.column("d"))
+        assert back.column("l").to_pylist() == TABLE.column("l").to_pylist()
+
+
+def test_page_sizes_and_batches() -> None:
+    table = pa.table({"i": range(10_000)})
+
+    def header_bytes(**options: Any) -> int:
+        """The bytes of page headers in the column chunk (the values are 80,000 bytes)."""
+        data = zp.write_table(table, use_dictionary=False, **options)
+        assert pq.read_table(io.BytesIO(data)).equals(table)
+        return column(data, "i").total_uncompressed_size - 80_000
+
+    one_page = header_bytes()
+    # Ten pages of 1,000 rows: nine more headers, of at least 10 bytes each.
+    assert header_bytes(max_rows_per_page=1_000, write_batch_size=100) >= one_page + 90
+    assert header_bytes(data_page_size=8_000, write_batch_size=100) >= one_page + 90
+    # A dictionary page limit smaller than the dictionary makes the column fall back to PLAIN.
+    small = zp.write_table(table, dictionary_pagesize_limit=1_000)
+    assert "PLAIN" in column(small, "i").encodings
+    assert pq.read_table(io.BytesIO(small)).equals(table)
+
+
+def test_bloom_filters_are_written_and_used(tmp_path: Path) -> None:
+    table = pa.table({"k": [f"key{i}" for i in range(5_000)], "v": range(5_000)})
+    plain = zp.write_table(table)
+    data = zp.write_table(table, bloom_filter_options={"k": True, "v": {"ndv": 5_000, "fpp": 0.01}})
+    assert len(data) > len(plain) + 4_000  # two filters
+    path = tmp_path / "b.parquet"
+    path.write_bytes(data)
+    import duckdb
+
+    assert duckdb.sql(f"select v from '{path}' where k = 'key17'").fetchall() == [(17,)]
+    rows = pq.read_table(path, filters=[("k", "=", "key17")])
+    assert rows.column("v").to_pylist() == [17]
+    off = zp.write_table(table, bloom_filter_options={"k": False})
+    assert len(off) == len(plain)
+
+
+def test_page_checksums_are_verified_by_pyarrow(tmp_path: Path) -> None:
+    for codec in ["zstd", "snappy", None]:
+        data = zp.write_table(TABLE, compression=codec, write_page_checksum=True)
+        assert read_everywhere(data, tmp_path).equals(
+            pq.read_table(io.BytesIO(zp.write_table(TABLE)))
+        )
+        pq.read_table(io.BytesIO(data), page_checksum_verification=True)
+        chunk = column(data, "s")
+        damaged = bytearray(data)
+        damaged[chunk.data_page_offset + chunk.total_compressed_size // 2] ^= 0x55
+        with pytest.raises(OSError, match="(?i)crc|checksum"):
+            pq.read_table(io.BytesIO(bytes(damaged)), page_checksum_verification=True)
+
+
+def test_spark_flavor_names_and_units() -> None:
+    table = pa.table({"a b": [1], "c=d;": pa.array([1_000], pa.timestamp("ns"))})
+    back = pq.read_table(io.BytesIO(zp.write_table(table, flavor="spark")))
+    assert back.column_names == ["a_b", "c_d_"]
+    assert back.schema.field("c_d_").type == pa.timestamp("us")
+
+
+def test_lz4_takes_any_level_as_pyarrow_does() -> None:
+    for level in [-5, 0, 9, 100]:
+        data = zp.write_table(TABLE, compression="lz4", compression_level=level)
+        assert pq.read_table(io.BytesIO(data)).equals(
+            pq.read_table(io.BytesIO(zp.write_table(TABLE)))
+        )
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "match"),
+    [
+        ({"version": "3.0"}, ParameterError, 'version must be "1.0", "2.4" or "2.6", not "3.0"'),
+        ({"column_encoding": {"f": "PLAIN"}}, ParameterError, "use_dictionary"),
+        (
+            {"use_dictionary": False, "column_encoding": {"s": "DELTA_BINARY_PACKED"}},
+            ParameterError,
+            'column_encoding.*"s".*BYTE_ARRAY',
+        ),
+        (
+            {"use_dictionary": False, "column_encoding": "RLE_DICTIONARY"},
+            ParameterError,
+            "column_encoding",
+        ),
+        (
+            {"use_dictionary": False, "column_encoding": {"nope": "PLAIN"}},
+            ParameterError,
+            "column_encoding.*nope",
+        ),
+        (
+            {"use_byte_stream_split": True, "column_encoding": "PLAIN", "use_dictionary": False},
+            ParameterError,
+            "use_byte_stream_split",
+        ),
+        ({"coerce_timestamps": "ns"}, ParameterError, "coerce_timestamps"),
+        ({"sorting_columns": [0]}, TypeError, "sorting_columns"),
+        ({"sorting_columns": [pq.SortingColumn(99)]}, ParameterError, "sorting_columns.*99"),
+        (
+            {"bloom_filter_options": {"f": {"fpp": 1.5}}},
+            ParameterError,
+            "bloom_filter_options.*fpp",
+        ),
+        ({"bloom_filter_options": {"f": {"ndv": 0}}}, ParameterError, "bloom_filter_options.*ndv"),
+        (
+            {"bloom_filter_options": {"f": {"size": 1}}},
+            ParameterError,
+            "bloom_filter_options.*size",
+        ),
+        ({"bloom_filter_options": ["f"]}, TypeError, "bloom_filter_options"),
+        ({"bloom_filter_options": {"zz": True}}, ParameterError, "bloom_filter_options.*zz"),
+        ({"max_rows_per_page": 0}, ParameterError, "max_rows_per_page"),
+        ({"dictionary_pagesize_limit": -1}, ParameterError, "dictionary_pagesize_limit"),
+        ({"write_batch_size": "1"}, TypeError, "write_batch_size"),
+        ({"store_schema": "yes"}, TypeError, "store_schema must be a bool"),
+        ({"flavor": "hive"}, ParameterError, "flavor"),
+        ({"writer_engine_version": "V3"}, ParameterError, "writer_engine_version"),
+        ({"compression": "snappy", "compression_level": 3}, ParameterError, "compression_level"),
+        ({"use_deprecated_int96_timestamps": True}, NotImplementedError, "INT96"),
+        (
+            {"use_content_defined_chunking": True},
+            NotImplementedError,
+            "use_content_defined_chunking",
+        ),
+        (
+            {"use_content_defined_chunking": {"min_chunk_size": 1, "max_chunk_size": 2}},
+            NotImplementedError,
+            "use_content_defined_chunking",
+        ),
+        ({"encryption_properties": object()}, NotImplementedError, "encryption_properties"),
+        ({"filesystem": object()}, NotImplementedError, "filesystem"),
+    ],
+)
+def test_a_bad_value_names_its_keyword(
+    options: dict[str, Any], error: type[Exception], match: str, tmp_path: Path
+) -> None:
+    with pytest.raises(error, match=match):
+        zp.write_table(TABLE, **options)
+    path = tmp_path / "f.parquet"
+    with pytest.raises(error, match=match):
+        zp.ParquetWriter(path, TABLE.schema, **options)
+    assert list(tmp_path.iterdir()) == []
+
+
+CATEGORIES = [
+    pd.Categorical(["b", "a", "b", None], categories=["z", "b", "a", "q"], ordered=True),
+    pd.Categorical(["b", "a", "b", None], categories=["z", "b", "a", "q"], ordered=False),
+    pd.Categorical([None, None, None, None], categories=["x", "y"]),
+    pd.Categorical(["only"] * 4, categories=["only"]),
+    pd.Categorical([b"\x00", b"\xff", b"\x00", b"\x00"], categories=[b"\xff", b"\x00", b"unused"]),
+    pd.Categorical([3, 1, 3, 1], categories=[5, 3, 1]),
+    pd.Categorical([3, 1, 3, None], categories=[5, 3, 1], ordered=True),
+]
+
+
+@pytest.mark.parametrize("codec", ["zstd", "snappy", None])
+@pytest.mark.parametrize("page_version", ["1.0", "2.0"])
+@pytest.mark.parametrize("categorical", range(len(CATEGORIES)))
+def test_pandas_categoricals_come_back_as_pyarrow_gives_them_back(
+    categorical: int, page_version: str, codec: str | None
+) -> None:
+    frame = pd.DataFrame({"c": CATEGORIES[categorical], "n": range(4)})
+    ours = zp.write_table(frame, compression=codec, data_page_version=page_version)
+    theirs = pyarrows(
+        pa.Table.from_pandas(frame), compression=codec, data_page_version=page_version
+    )
+    # pyarrow's reader returns what it returns for its own file: string categoricals exactly
+    # (unused categories, order, ordered flag), integer ones as their values.
+    pd.testing.assert_frame_equal(
+        pq.read_table(io.BytesIO(ours)).to_pandas(), pq.read_table(io.BytesIO(theirs)).to_pandas()
+    )
+    if isinstance(frame["c"].cat.categories[0], (str, bytes)):
+        pd.testing.assert_frame_equal(pq.read_table(io.BytesIO(ours)).to_pandas(), frame)
+        pd.testing.assert_frame_equal(zp.read_table(ours).to_pandas(), frame)
+
+
+def test_a_dictionary_that_changes_between_batches_is_written_as_its_values() -> None:
+    first = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), pa.array(["a", "b"]))
+    second = pa.DictionaryArray.from_arrays(pa.array([0, 1], pa.int32()), pa.array(["c", "a"]))
+    table = pa.Table.from_batches([pa.record_batch({"d": first}), pa.record_batch({"d": second})])
+    back = pq.read_table(io.BytesIO(zp.write_table(table)))
+    assert back.column("d").to_pylist() == ["a", "b", "c", "a"]
+
+
+def test_a_large_dictionary_keeps_its_order_across_pages_and_row_groups() -> None:
+    values = pa.array([f"v{i:05}" for i in range(20_000)][::-1])
+    indices = pa.array([(i * 7919) % 20_000 for i in range(100_000)], pa.int32())
+    table = pa.table({"d": pa.DictionaryArray.from_arrays(indices, values)})
+    data = zp.write_table(table, row_group_size=30_000, data_page_size=4_096)
+    back = pq.read_table(io.BytesIO(data))
+    assert back.column("d").to_pylist() == table.column("d").to_pylist()
+    for chunk in back.column("d").chunks:
+        assert chunk.dictionary.equals(values)
+
+
+def test_empty_tables_write_empty_row_groups_as_pyarrow_does(tmp_path: Path) -> None:
+    empty = TABLE.slice(0, 0)
+    with zp.ParquetWriter(tmp_path / "e.parquet", TABLE.schema) as w:
+        for _ in range(3):
+            w.write_table(empty)
+        w.add_key_value_metadata({"k": "v", b"k2": b"v2"})
+    md = pq.ParquetFile(tmp_path / "e.parquet").metadata
+    assert md.num_row_groups == 3 and md.num_rows == 0
+    assert md.metadata[b"k"] == b"v" and md.metadata[b"k2"] == b"v2"
+    assert read_everywhere((tmp_path / "e.parquet").read_bytes(), tmp_path).num_rows == 0
+    assert footer(zp.write_table(empty)).num_row_groups == 1
+    with zp.ParquetWriter(tmp_path / "none.parquet", TABLE.schema):
+        pass
+    assert pq.ParquetFile(tmp_path / "none.parquet").metadata.num_row_groups == 0
+    with zp.ParquetWriter(tmp_path / "kv.parquet", TABLE.schema) as w:
+        with pytest.raises(TypeError, match="key_value_metadata"):
+            w.add_key_value_metadata({"k": 1})
+        with pytest.raises(ParameterError, match="UTF-8"):
+            w.add_key_value_metadata({"k": b"\xff"})
