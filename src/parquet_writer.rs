@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::{PyBytes, PyDict, PyMapping};
 use pyo3_arrow::PySchema;
 
 use crate::buffer::type_name;
@@ -172,7 +172,7 @@ impl PyParquetWriter {
     }
 
     /// Adds key-value pairs (str or UTF-8 bytes) to the footer written on `close()`.
-    fn add_key_value_metadata(&self, key_value_metadata: &Bound<'_, PyDict>) -> PyResult<()> {
+    fn add_key_value_metadata(&self, key_value_metadata: &Bound<'_, PyAny>) -> PyResult<()> {
         let text = |v: &Bound<'_, PyAny>, what: &str| -> PyResult<String> {
             if let Ok(b) = v.cast::<PyBytes>() {
                 return String::from_utf8(b.as_bytes().to_vec()).map_err(|_| {
@@ -189,9 +189,19 @@ impl PyParquetWriter {
                 ))
             })
         };
-        let pairs = key_value_metadata
+        let mapping = key_value_metadata.cast::<PyMapping>().map_err(|_| {
+            errors::wrong_type(format!(
+                "key_value_metadata must be a dict of str or bytes, not '{}'",
+                type_name(key_value_metadata)
+            ))
+        })?;
+        let pairs = mapping
+            .items()?
             .iter()
-            .map(|(k, v)| Ok((text(&k, "key")?, text(&v, "value")?)))
+            .map(|item| {
+                let (k, v): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
+                Ok((text(&k, "key")?, text(&v, "value")?))
+            })
             .collect::<PyResult<Vec<_>>>()?;
         let mut taken = self.writer.take()?;
         taken.add_key_value_metadata(pairs).or_raise()

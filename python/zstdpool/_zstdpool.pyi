@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import pathlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import Any, Literal, Protocol, TypedDict, final, type_check_only
 
