@@ -142,6 +142,7 @@ pub fn writer_keywords<'py>(
 
     o.compression = codecs(kw.get("compression"), kw.get("compression_level"))?;
     o.dictionary = switches(kw.get("use_dictionary"), "use_dictionary")?;
+    o.sample_dictionary = kw.get("use_dictionary").is_none();
     o.statistics = switches(kw.get("write_statistics"), "write_statistics")?;
     if let Some(n) = kw.opt::<i64>("row_group_size", "an int")? {
         o.row_group_size = params::positive("row_group_size", n).or_raise()?;

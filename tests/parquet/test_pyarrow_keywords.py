@@ -358,3 +358,32 @@ def test_empty_tables_write_empty_row_groups_as_pyarrow_does(tmp_path: Path) -> 
             w.add_key_value_metadata({"k": 1})
         with pytest.raises(ParameterError, match="UTF-8"):
             w.add_key_value_metadata({"k": b"\xff"})
+
+
+def test_numbers_get_a_dictionary_only_where_values_repeat() -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    rows = 100_000
+    table = pa.table(
+        {
+            "sorted": pa.array(np.arange(rows, dtype=np.int32) * 3),
+            "distinct": pa.array(rng.permutation(rows).astype(np.int64)),
+            "dates": pa.array(rng.integers(0, 2_500, rows).astype(np.int32)).cast(pa.date32()),
+            "flags": pa.array(rng.integers(0, 7, rows).astype(np.float64)),
+        }
+    )
+    data = zp.write_table(table)
+    assert "RLE_DICTIONARY" not in column(data, "sorted").encodings
+    assert "RLE_DICTIONARY" not in column(data, "distinct").encodings
+    assert "RLE_DICTIONARY" in column(data, "dates").encodings
+    assert "RLE_DICTIONARY" in column(data, "flags").encodings
+    assert pq.read_table(io.BytesIO(data)).equals(table)
+    # use_dictionary, given, decides alone: True tries a dictionary everywhere, as pyarrow does.
+    forced = zp.write_table(table, use_dictionary=True)
+    assert "RLE_DICTIONARY" in column(forced, "sorted").encodings
+    assert len(data) < len(forced) <= len(pyarrows(table, compression="zstd")) * 1.02
+    assert (
+        "RLE_DICTIONARY"
+        not in column(zp.write_table(table, use_dictionary=False), "flags").encodings
+    )

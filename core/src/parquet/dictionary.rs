@@ -1,3 +1,10 @@
+//! The writer's two dictionary decisions the parquet crate does not make.
+//!
+//! Whether a numeric column chunk gets a dictionary at all: the crate tries one for every
+//! column and falls back to plain encoding only once the dictionary page is full (1 MiB), so a
+//! column of distinct integers pays for a dictionary as large as its values and an index per
+//! row. [`dictionary_pays`] decides from a sample of the row group's values first.
+//!
 //! A dictionary column written with the Arrow dictionary it was given. The parquet crate
 //! dictionary-encodes a dictionary array's values afresh: its dictionary page holds only the
 //! values rows use, in the order rows first use them. A pandas categorical loses its unused
@@ -18,6 +25,70 @@ use arrow_schema::DataType;
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
+
+/// Values sampled from a row group to decide whether its column gets a dictionary.
+const SAMPLE: usize = 1024;
+
+/// Whether a numeric column of a row group (`columns`, one primitive array per batch) is worth
+/// a dictionary. Up to [`SAMPLE`] values spread evenly over it give the number of distinct
+/// values: exactly when the sample is the whole column, else by the birthday estimate from
+/// the repeats the sample holds (none: as many as rows, which is also what values in order
+/// look like, and those compress best plain). The dictionary pays when its values and an
+/// index per row take less than half the plain values' bytes, as on columns with few distinct
+/// values in random order (dates, flags, foreign keys into small tables); a column of mostly
+/// distinct values, or of sorted keys, is written plain. Row groups too small to say keep
+/// their dictionary. RESULTS.md has the sizes this was chosen from.
+pub(crate) fn dictionary_pays(columns: &[&ArrayRef]) -> bool {
+    let rows: usize = columns.iter().map(|c| c.len()).sum();
+    let step = (rows / SAMPLE).max(1);
+    let mut seen = std::collections::HashSet::with_capacity(SAMPLE.min(rows));
+    let mut sampled = 0usize;
+    let mut width = 4;
+    let mut start = 0;
+    for column in columns {
+        let data = column.to_data();
+        let Some(w) = data.data_type().primitive_width() else {
+            return true;
+        };
+        // Parquet's narrowest numeric values are 4 bytes.
+        width = w.max(4);
+        let Some(values) = data.buffers().first() else {
+            return true;
+        };
+        let values = values.as_slice();
+        // The first sampled row of this array: the next multiple of `step` from `start`.
+        let mut i = (step - start % step) % step;
+        while i < column.len() {
+            if data.is_valid(i) {
+                let at = (data.offset() + i) * w;
+                let Some(value) = values.get(at..at + w) else {
+                    return true;
+                };
+                let mut bits = [0u8; 32];
+                bits[..w.min(32)].copy_from_slice(&value[..w.min(32)]);
+                seen.insert(bits);
+                sampled += 1;
+            }
+            i += step;
+        }
+        start += column.len();
+    }
+    if sampled < 16 {
+        return true;
+    }
+    let found = seen.len();
+    let distinct = if step == 1 {
+        found as f64
+    } else if found == sampled {
+        rows as f64
+    } else {
+        let repeats = (sampled - found) as f64;
+        (sampled as f64 * sampled as f64 / (2.0 * repeats)).max(found as f64)
+    };
+    let index_bits = distinct.max(2.0).log2().ceil();
+    let dictionary = distinct * width as f64 + rows as f64 * index_bits / 8.0;
+    dictionary < rows as f64 * width as f64 / 2.0
+}
 
 /// Whether the dictionary of a column of type `dt` can be written as given: strings or
 /// binaries, which pyarrow reads back into a dictionary (it decodes other value types).
@@ -312,6 +383,31 @@ mod tests {
         assert!(buf.is_empty(), "{} bytes left over", buf.len());
         out.truncate(n);
         out
+    }
+
+    fn column(values: impl IntoIterator<Item = i64>) -> ArrayRef {
+        std::sync::Arc::new(arrow_array::Int64Array::from_iter_values(values))
+    }
+
+    #[test]
+    fn a_dictionary_for_repeating_values_and_none_for_distinct_or_sorted_ones() {
+        let rows = 200_000i64;
+        // Few distinct values in random order: a dictionary.
+        let scramble = |i: i64| (i * 7919 + 13) % 1_000_003;
+        assert!(dictionary_pays(&[&column(
+            (0..rows).map(|i| scramble(i) % 2_500)
+        )]));
+        assert!(dictionary_pays(&[&column((0..rows).map(|i| i % 7))]));
+        // Mostly distinct, or sorted keys repeated a few times each: plain.
+        assert!(!dictionary_pays(&[&column((0..rows).map(scramble))]));
+        assert!(!dictionary_pays(&[&column((0..rows).map(|i| i / 4))]));
+        assert!(!dictionary_pays(&[&column(0..256)]));
+        // A small column is counted whole, across batches; too few values keep it.
+        assert!(dictionary_pays(&[
+            &column((0..128).map(|i| i % 3)),
+            &column((0..128).map(|i| i % 3))
+        ]));
+        assert!(dictionary_pays(&[&column(0..10)]));
     }
 
     #[test]

@@ -326,6 +326,10 @@ pub struct WriteOptions {
     pub bloom_filters: HashMap<String, Option<BloomFilter>>,
     /// pyarrow's `flavor="spark"`: top-level names with the characters Spark refuses get `_`.
     pub spark_names: bool,
+    /// Whether a numeric column whose dictionary `dictionary` leaves on is dictionary-encoded
+    /// only where a sample of its row group's values repeats (see `plain_or_dictionary`);
+    /// false when the caller chose `use_dictionary` itself.
+    pub sample_dictionary: bool,
 }
 
 impl Default for WriteOptions {
@@ -355,6 +359,7 @@ impl Default for WriteOptions {
             decimal_as_integer: false,
             bloom_filters: HashMap::new(),
             spark_names: false,
+            sample_dictionary: true,
         }
     }
 }
@@ -366,6 +371,9 @@ impl Default for WriteOptions {
 pub(crate) struct Properties {
     pub file: WriterProperties,
     pub columns: WriterProperties,
+    /// `columns` with no dictionary for the leaves `sampled` named, for the row groups whose
+    /// sample says a dictionary would not pay; None when no leaf is sampled.
+    pub plain: Option<WriterProperties>,
 }
 
 impl WriteOptions {
@@ -373,10 +381,12 @@ impl WriteOptions {
     /// each leaf, zstd columns told to stay uncompressed.
     /// `repaged` says, per leaf column, whether the writer's repaging stage compresses it
     /// (the crate then leaves it uncompressed).
+    /// `sampled` names the leaves whose dictionary is chosen per row group.
     pub(crate) fn properties(
         &self,
         schema: &SchemaDescriptor,
         repaged: &[bool],
+        sampled: &[bool],
     ) -> Result<Properties> {
         if self.row_group_size == 0 {
             return Err(Error::Parameter(
@@ -486,13 +496,18 @@ impl WriteOptions {
                 );
             }
         }
-        let columns = b
-            .clone()
-            .set_writer_version(match self.page_version {
-                PageVersion::V1 => WriterVersion::PARQUET_1_0,
-                PageVersion::V2 => WriterVersion::PARQUET_2_0,
-            })
-            .build();
+        let page_version = match self.page_version {
+            PageVersion::V1 => WriterVersion::PARQUET_1_0,
+            PageVersion::V2 => WriterVersion::PARQUET_2_0,
+        };
+        let columns = b.clone().set_writer_version(page_version).build();
+        let plain = sampled.iter().any(|s| *s).then(|| {
+            let mut plain = b.clone().set_writer_version(page_version);
+            for (column, _) in schema.columns().iter().zip(sampled).filter(|(_, s)| **s) {
+                plain = plain.set_column_dictionary_enabled(column.path().clone(), false);
+            }
+            plain.build()
+        });
         let mut metadata: Vec<_> = self
             .metadata
             .iter()
@@ -511,6 +526,10 @@ impl WriteOptions {
                 _ => WriterVersion::PARQUET_2_0,
             })
             .build();
-        Ok(Properties { file, columns })
+        Ok(Properties {
+            file,
+            columns,
+            plain,
+        })
     }
 }

@@ -9,13 +9,15 @@ use ::parquet::arrow::add_encoded_arrow_schema_to_metadata;
 use ::parquet::arrow::arrow_writer::{
     compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory,
 };
+use ::parquet::basic::Type as Physical;
 use ::parquet::file::metadata::KeyValue;
+use ::parquet::file::properties::WriterProperties;
 use ::parquet::file::writer::SerializedFileWriter;
 use ::parquet::schema::types::SchemaDescriptor;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 
-use super::dictionary::{writes_given_dictionary, GivenDictionary};
+use super::dictionary::{dictionary_pays, writes_given_dictionary, GivenDictionary};
 use super::options::{PageCodec, Properties, WriteOptions};
 use super::repage::{repage, CaptureFactory, EncodedChunk, PageCompression, Rewrites};
 use super::stored::{check_truncation, parquet_schema, stored_schema};
@@ -29,8 +31,9 @@ use crate::pool::{ContextPool, Lease};
 /// referenced, not copied) and each row group is encoded and written whole.
 pub struct ParquetWriter<W: Write + Send> {
     file: Option<SerializedFileWriter<W>>,
-    factory: ArrowRowGroupWriterFactory,
-    capture: Arc<CaptureFactory>,
+    factory: ColumnWriters,
+    /// The column writers of row groups where a sampled leaf goes without a dictionary.
+    plain: Option<ColumnWriters>,
     /// The schema batches must have.
     schema: SchemaRef,
     /// What is stored: `schema` with the types Parquet has no unit for coerced (see `coerce`).
@@ -60,10 +63,12 @@ impl<W: Write + Send> ParquetWriter<W> {
         let parquet_schema = parquet_schema(&stored, &options)?;
         let leaves = leaf_plans(&parquet_schema, &stored, &options);
         let repaged: Vec<bool> = leaves.iter().flatten().map(|l| l.repaged).collect();
+        let sampled: Vec<bool> = leaves.iter().flatten().map(|l| l.sampled).collect();
         let Properties {
             file: mut props,
             columns,
-        } = options.properties(&parquet_schema, &repaged)?;
+            plain,
+        } = options.properties(&parquet_schema, &repaged, &sampled)?;
         if options.store_schema {
             add_encoded_arrow_schema_to_metadata(&stored, &mut props);
         }
@@ -85,20 +90,14 @@ impl<W: Write + Send> ParquetWriter<W> {
         for kv in extra {
             file.append_key_value_metadata(kv);
         }
-        // The column writers come from a file writer of their own, with the page version as
-        // its writer version; it writes its magic bytes to nothing and is dropped.
-        let encoder = SerializedFileWriter::new(
-            std::io::sink(),
-            parquet_schema.root_schema_ptr(),
-            Arc::new(columns),
-        )?;
-        let capture = Arc::new(CaptureFactory::default());
-        let factory = ArrowRowGroupWriterFactory::new(&encoder, stored.clone())
-            .with_page_store_factory(capture.clone());
+        let factory = ColumnWriters::new(&parquet_schema, &stored, columns)?;
+        let plain = plain
+            .map(|p| ColumnWriters::new(&parquet_schema, &stored, p))
+            .transpose()?;
         Ok(ParquetWriter {
             file: Some(file),
             factory,
-            capture,
+            plain,
             schema,
             stored,
             leaves,
@@ -269,16 +268,37 @@ impl<W: Write + Send> ParquetWriter<W> {
 
     fn encode_row_group(&mut self, batches: &[RecordBatch]) -> Result<()> {
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
-        let writers = self.factory.create_column_writers(self.row_groups)?;
-        let blobs = self.capture.take_created();
-        let mut leaves = writers.into_iter().zip(blobs);
+        // Per leaf, whether it goes without the dictionary the options give it.
+        let plain: Vec<bool> = self
+            .leaves
+            .iter()
+            .enumerate()
+            .flat_map(|(field, plans)| {
+                plans.iter().map(move |plan| {
+                    plan.sampled && {
+                        let columns: Vec<_> = batches.iter().map(|b| b.column(field)).collect();
+                        !dictionary_pays(&columns)
+                    }
+                })
+            })
+            .collect();
+        let mut leaves = self.factory.create(self.row_groups)?.into_iter();
+        let mut plain_leaves = match (&self.plain, plain.contains(&true)) {
+            (Some(p), true) => Some(p.create(self.row_groups)?.into_iter()),
+            _ => None,
+        };
+        let mut plain = plain.into_iter();
         let mut tasks = Vec::with_capacity(self.leaves.len());
         for (field, plans) in self.leaves.iter().enumerate() {
             let mut columns = Vec::with_capacity(plans.len());
             for plan in plans {
-                let (writer, blobs) = leaves.next().ok_or_else(|| {
-                    Error::Parquet("fewer column writers than leaf columns".into())
-                })?;
+                let missing = || Error::Parquet("fewer column writers than leaf columns".into());
+                let with_dictionary = leaves.next().ok_or_else(missing)?;
+                let without = plain_leaves.as_mut().map(|l| l.next().ok_or_else(missing));
+                let (writer, blobs) = match (plain.next(), without) {
+                    (Some(true), Some(without)) => without?,
+                    _ => with_dictionary,
+                };
                 columns.push(Leaf {
                     writer,
                     blobs,
@@ -356,6 +376,39 @@ struct LeafPlan {
     given_dictionary: bool,
     /// Whether it has definition levels.
     nullable: bool,
+    /// Whether each row group's sample decides if it gets the dictionary the options give it.
+    sampled: bool,
+}
+
+/// Makes the column writers of each row group: the parquet crate's factory, taking its
+/// properties from a file writer of its own (the page version as its writer version, which
+/// the crate ties to the format version the real file records), which writes its magic bytes
+/// to nothing and is dropped; and the page stores the repaging stage reads back.
+struct ColumnWriters {
+    factory: ArrowRowGroupWriterFactory,
+    capture: Arc<CaptureFactory>,
+}
+
+type LeafWriter = (ArrowColumnWriter, Arc<Mutex<Vec<bytes::Bytes>>>);
+
+impl ColumnWriters {
+    fn new(schema: &SchemaDescriptor, stored: &SchemaRef, props: WriterProperties) -> Result<Self> {
+        let encoder =
+            SerializedFileWriter::new(std::io::sink(), schema.root_schema_ptr(), Arc::new(props))?;
+        let capture = Arc::new(CaptureFactory::default());
+        let factory = ArrowRowGroupWriterFactory::new(&encoder, stored.clone())
+            .with_page_store_factory(capture.clone());
+        Ok(ColumnWriters { factory, capture })
+    }
+
+    /// Every leaf's writer and page store for row group `index`, in column order.
+    fn create(&self, index: usize) -> Result<Vec<LeafWriter>> {
+        let writers = self.factory.create_column_writers(index)?;
+        Ok(writers
+            .into_iter()
+            .zip(self.capture.take_created())
+            .collect())
+    }
 }
 
 /// Per top-level field of `stored`, how each of its leaf columns is written.
@@ -373,7 +426,16 @@ fn leaf_plans(
             && column.path().parts().len() == 1
             && options.dictionary.get(column.path())
             && writes_given_dictionary(stored.field(root).data_type());
+        let numeric = matches!(
+            column.physical_type(),
+            Physical::INT32 | Physical::INT64 | Physical::FLOAT | Physical::DOUBLE
+        ) && stored.field(root).data_type().is_primitive();
+        let sampled = options.sample_dictionary
+            && numeric
+            && column.path().parts().len() == 1
+            && options.dictionary.get(column.path());
         out[root].push(LeafPlan {
+            sampled,
             codec,
             repaged: matches!(codec, PageCodec::Zstd(_))
                 || options.page_checksum
