@@ -11,6 +11,7 @@ use crate::errors::OrRaise as _;
 use crate::input::{to_input, Failure};
 use crate::io::{as_path, unwrap_py_error};
 use crate::ipc_writer::durability;
+use crate::parquet_options::writer_keywords;
 use crate::pool::{pool_or_default, PyContextPool};
 use zstdpool_core::dataset::{
     DatasetOptions, DatasetWriter, ExistingData, FileFormat, WrittenFile,
@@ -59,6 +60,38 @@ pub fn _check_dataset_options(
         .extension())
 }
 
+/// The format of the files, with the Parquet writer's keywords `file_options` gives.
+fn file_format(
+    format: &str,
+    compression: Option<&str>,
+    level: Option<i64>,
+    file_options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<FileFormat> {
+    let mut chosen = FileFormat::from_name(format, compression, level).or_raise()?;
+    let Some(given) = file_options.filter(|d| !d.is_empty()) else {
+        return Ok(chosen);
+    };
+    let FileFormat::Parquet(options) = &mut chosen else {
+        return Err(errors::parameter(format!(
+            "file_options take the Parquet writer's keywords, and format is {format:?}"
+        )));
+    };
+    for own in ["threads", "fsync", "pool"] {
+        if given.contains(own)? {
+            return Err(errors::wrong_type(format!(
+                "file_options take the Parquet writer's keywords; pass {own} to write_dataset \
+                 itself"
+            )));
+        }
+    }
+    let mut parsed = writer_keywords("write_dataset's file_options", Some(given))?.options;
+    if !given.contains("compression")? && !given.contains("compression_level")? {
+        parsed.compression = options.compression.clone();
+    }
+    **options = parsed;
+    Ok(chosen)
+}
+
 fn files_list<'py>(py: Python<'py>, files: &[WrittenFile]) -> PyResult<Bound<'py, PyList>> {
     let list = PyList::empty(py);
     for f in files {
@@ -90,12 +123,15 @@ fn files_list<'py>(py: Python<'py>, files: &[WrittenFile]) -> PyResult<Bound<'py
 /// threads (None: by the work), all leasing contexts from one pool. Rows keep their order
 /// within a partition.
 ///
+/// `file_options` takes the keywords of `zstdpool.parquet.write_table` for Parquet files (its
+/// `compression` and `compression_level`, when there, in place of `compression` and `level`).
+///
 /// Each file is written under a hidden temporary name and renamed into place when complete
 /// (`fsync=True`: synced with its directory too). If the write fails, the exception has a
 /// `completed_files` attribute with the files that were whole before it; no partial file is
 /// left under a final name.
 #[pyfunction]
-#[pyo3(signature = (data, base_dir, *, partitioning=None, format="parquet", compression="zstd", level=None, basename_template=None, existing_data_behavior="error", max_open_files=1024, max_rows_per_file=None, max_pending_bytes=268435456, threads=None, fsync=false, pool=None))]
+#[pyo3(signature = (data, base_dir, *, partitioning=None, format="parquet", compression="zstd", level=None, basename_template=None, existing_data_behavior="error", max_open_files=1024, max_rows_per_file=None, max_pending_bytes=268435456, threads=None, fsync=false, pool=None, file_options=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_dataset<'py>(
     py: Python<'py>,
@@ -113,6 +149,7 @@ pub fn write_dataset<'py>(
     threads: Option<i64>,
     fsync: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
+    file_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let base: PathBuf = as_path(base_dir)?.ok_or_else(|| {
         errors::wrong_type(format!(
@@ -122,7 +159,7 @@ pub fn write_dataset<'py>(
     })?;
     let options = DatasetOptions {
         partitioning: partition_columns(partitioning)?,
-        format: FileFormat::from_name(format, compression, level).or_raise()?,
+        format: file_format(format, compression, level, file_options)?,
         basename_template,
         existing_data: ExistingData::from_name(existing_data_behavior).or_raise()?,
         max_open_files: params::count("max_open_files", max_open_files).or_raise()?,

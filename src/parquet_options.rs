@@ -60,8 +60,8 @@ pub struct WriterKeywords<'py> {
     pub pool: Option<Bound<'py, PyContextPool>>,
 }
 
-/// The keywords `kwargs` holds, for the function or class `func` (named in the error for one it
-/// does not take, as Python names it).
+/// The keywords `kwargs` holds, for `func` (named in the error for a keyword it does not take,
+/// as Python names a function: "write_table()").
 pub fn writer_keywords<'py>(
     func: &str,
     kwargs: Option<&Bound<'py, PyDict>>,
@@ -72,7 +72,7 @@ pub fn writer_keywords<'py>(
             let key: String = k.extract()?;
             if !KEYWORDS.contains(&key.as_str()) {
                 return Err(errors::wrong_type(format!(
-                    "{func}() got an unexpected keyword argument '{key}'"
+                    "{func} got an unexpected keyword argument '{key}'"
                 )));
             }
             given.insert(key, v);

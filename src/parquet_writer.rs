@@ -139,7 +139,7 @@ impl PyParquetWriter {
             options,
             fsync,
             pool,
-        } = writer_keywords("ParquetWriter", options)?;
+        } = writer_keywords("ParquetWriter()", options)?;
         let schema = schema_of(schema)?;
         let sink = Sink::open(py, Some(r#where), durability(fsync))?;
         let writer = ParquetWriter::try_new(
@@ -385,7 +385,7 @@ pub fn write_table<'py>(
         options,
         fsync,
         pool,
-    } = writer_keywords("write_table", options)?;
+    } = writer_keywords("write_table()", options)?;
     write_all(
         py,
         data,

@@ -711,6 +711,7 @@ def write_dataset(
     threads: int | None = None,
     fsync: bool = False,
     pool: ContextPool | None = None,
+    file_options: ParquetWriteOptions | None = None,
 ) -> list[WrittenFile]: ...
 def _check_dataset_options(
     format: str,

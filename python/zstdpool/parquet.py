@@ -6,7 +6,8 @@ The names follow ``pyarrow.parquet`` so that switching costs a changed import:
   None; ``ParquetWriter(where, schema)`` writes a file batch by batch.
 - ``read_table(source, columns=None)`` returns a ``pyarrow.Table``; ``ParquetFile(source)``
   gives the schema, the footer's metadata, row groups one by one and ``iter_batches``;
-  ``read_schema(source)`` reads the schema alone.
+  ``read_schema(source)`` reads the schema alone; ``write_to_dataset(table, root_path,
+partition_cols=[...])`` is pyarrow's helper of that name, on ``zstdpool.dataset.write_dataset``.
 
 Writers take pyarrow tables, batches and readers, pandas DataFrames (their index comes back
 from ``to_pandas()``), and anything with the Arrow PyCapsule interface (polars, duckdb, arro3).
@@ -17,14 +18,113 @@ compressed with a context leased from the pool, never one made per page or per c
 
 from __future__ import annotations
 
+import os
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, cast
+
 from zstdpool._zstdpool import (
     ParquetBatches,
     ParquetFile,
     ParquetWriter,
     read_schema,
     read_table,
+    write_dataset,
     write_table,
 )
+
+if TYPE_CHECKING:
+    import pyarrow.parquet as pq
+
+    from zstdpool._zstdpool import ParquetWriteOptions
+
+# Keywords of write_to_dataset that go to write_dataset; the rest are the Parquet writer's.
+_DATASET_KEYWORDS = ("max_open_files", "max_rows_per_file", "max_pending_bytes", "fsync", "pool")
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A file ``write_to_dataset`` wrote, as its ``file_visitor`` receives it (pyarrow's
+    ``WrittenFile``): the path, the footer's metadata (with ``file_path`` relative to the
+    root, as ``pyarrow.parquet.write_metadata`` wants it) and the size in bytes."""
+
+    path: str
+    metadata: pq.FileMetaData
+    size: int
+
+
+def write_to_dataset(
+    table: Any,
+    root_path: str | os.PathLike[str],
+    partition_cols: Sequence[str] | None = None,
+    filesystem: Any = None,
+    schema: Any = None,
+    partitioning: Any = None,
+    basename_template: str | None = None,
+    use_threads: bool | None = None,
+    file_visitor: Callable[[WrittenFile], object] | None = None,
+    existing_data_behavior: str | None = None,
+    **kwargs: Any,
+) -> None:
+    """pyarrow's ``write_to_dataset``: writes ``table`` (a table, batch, reader, DataFrame or
+    Arrow PyCapsule object) under ``root_path`` as Hive-partitioned Parquet files, by the
+    columns ``partition_cols`` (or ``partitioning``) names, with ``zstdpool.dataset.write_dataset``.
+
+    As in pyarrow, files are named ``<uuid>-{i}.parquet`` unless ``basename_template`` says
+    otherwise, so that writing again adds files (``existing_data_behavior`` is
+    "overwrite_or_ignore" by default); ``schema`` casts the data first; ``use_threads=False``
+    writes on one thread; ``file_visitor`` is called with each file written, and
+    ``metadata_collector`` (a list) collects each file's metadata. The other keywords are those
+    of ``write_table`` (``compression``, ``row_group_size``, ...), or ``write_dataset``'s
+    ``max_open_files``, ``max_rows_per_file``, ``max_pending_bytes``, ``fsync`` and ``pool``.
+    ``filesystem`` is not supported yet: pass a local path.
+    """
+    metadata_collector = kwargs.pop("metadata_collector", None)
+    if partition_cols is not None and partitioning is not None:
+        raise ValueError(
+            "The 'partition_cols' argument is not supported. Use only 'partitioning' instead."
+        )
+    if metadata_collector is not None and file_visitor is not None:
+        raise ValueError(
+            "The 'metadata_collector' argument is not supported. Use only 'file_visitor' instead."
+        )
+    if filesystem is not None:
+        raise NotImplementedError(
+            f"filesystem: write_to_dataset writes to local paths for now, not through a "
+            f"'{type(filesystem).__name__}'; pass root_path as a local path"
+        )
+    if schema is not None:
+        import pyarrow as pa
+
+        table = pa.table(table).cast(schema)
+    dataset_keywords = {k: kwargs.pop(k) for k in _DATASET_KEYWORDS if k in kwargs}
+    if "chunk_size" in kwargs and "row_group_size" not in kwargs:
+        kwargs["row_group_size"] = kwargs.pop("chunk_size")
+    written = write_dataset(
+        table,
+        root_path,
+        partitioning=partitioning if partitioning is not None else partition_cols,
+        format="parquet",
+        basename_template=basename_template or uuid.uuid4().hex + "-{i}.parquet",
+        existing_data_behavior=existing_data_behavior or "overwrite_or_ignore",  # type: ignore[arg-type]
+        threads=1 if use_threads is False else None,
+        file_options=cast("ParquetWriteOptions", kwargs),
+        **dataset_keywords,
+    )
+    if file_visitor is None and metadata_collector is None:
+        return
+    import pyarrow.parquet as pq
+
+    for f in written:
+        metadata = pq.read_metadata(f["path"])
+        metadata.set_file_path(os.path.relpath(f["path"], root_path).replace(os.sep, "/"))
+        if metadata_collector is not None:
+            metadata_collector.append(metadata)
+        else:
+            assert file_visitor is not None
+            file_visitor(WrittenFile(str(f["path"]), metadata, f["size"]))
+
 
 __all__ = [
     "ParquetBatches",
@@ -33,4 +133,6 @@ __all__ = [
     "read_schema",
     "read_table",
     "write_table",
+    "write_to_dataset",
+    "WrittenFile",
 ]

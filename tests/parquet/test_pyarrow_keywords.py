@@ -387,3 +387,71 @@ def test_numbers_get_a_dictionary_only_where_values_repeat() -> None:
         "RLE_DICTIONARY"
         not in column(zp.write_table(table, use_dictionary=False), "flags").encodings
     )
+
+
+def test_write_to_dataset_as_pyarrows(tmp_path: Path) -> None:
+    import pyarrow.dataset as ds
+
+    table = pa.table({"year": [2020, 2020, 2021, 2022] * 25, "v": range(100), "s": ["a", "b"] * 50})
+    collected: list[pq.FileMetaData] = []
+    zp.write_to_dataset(
+        table,
+        tmp_path / "d",
+        partition_cols=["year"],
+        compression="snappy",
+        row_group_size=10,
+        metadata_collector=collected,
+    )
+    # Written again: new files beside the first ones, as pyarrow's uuid names make it.
+    zp.write_to_dataset(table, tmp_path / "d", partition_cols=["year"])
+    files = sorted(
+        p.relative_to(tmp_path / "d").as_posix() for p in (tmp_path / "d").rglob("*.parquet")
+    )
+    assert len(files) == 6 and {f.split("/")[0] for f in files} == {
+        "year=2020",
+        "year=2021",
+        "year=2022",
+    }
+    back = ds.dataset(tmp_path / "d", partitioning="hive").to_table()
+    assert back.num_rows == 200
+    assert sorted(back.column("v").to_pylist()) == sorted(list(range(100)) * 2)
+    assert len(collected) == 3
+    for md in collected:
+        assert md.row_group(0).column(0).compression == "SNAPPY"
+        assert md.row_group(0).num_rows <= 10
+        assert md.row_group(0).column(0).file_path.startswith("year=")
+    visited: list[zp.WrittenFile] = []
+    zp.write_to_dataset(
+        table, tmp_path / "e", partitioning=["year"], file_visitor=visited.append, use_threads=False
+    )
+    assert sorted(Path(w.path).stat().st_size for w in visited) == sorted(w.size for w in visited)
+    assert sum(w.metadata.num_rows for w in visited) == 100
+    with pytest.raises(ValueError, match="partition_cols"):
+        zp.write_to_dataset(table, tmp_path / "f", partition_cols=["year"], partitioning=["year"])
+    with pytest.raises(NotImplementedError, match="filesystem"):
+        zp.write_to_dataset(table, tmp_path / "f", filesystem=object())
+    with pytest.raises(TypeError, match="file_options got an unexpected keyword argument 'nope'"):
+        zp.write_to_dataset(table, tmp_path / "f", nope=1)
+
+
+def test_write_dataset_takes_the_parquet_keywords_as_file_options(tmp_path: Path) -> None:
+    import zstdpool.dataset
+
+    table = pa.table({"k": ["x", "y"] * 50, "f": [float(i) for i in range(100)]})
+    written = zstdpool.dataset.write_dataset(
+        table,
+        tmp_path / "d",
+        partitioning=["k"],
+        level=5,
+        file_options={"use_dictionary": False, "column_encoding": {"f": "BYTE_STREAM_SPLIT"}},
+    )
+    for f in written:
+        md = pq.read_metadata(f["path"])
+        assert "BYTE_STREAM_SPLIT" in md.row_group(0).column(0).encodings
+        assert md.row_group(0).column(0).compression == "ZSTD"
+    with pytest.raises(ParameterError, match='file_options.*"ipc"'):
+        zstdpool.dataset.write_dataset(
+            table, tmp_path / "i", format="ipc", file_options={"version": "2.6"}
+        )
+    with pytest.raises(TypeError, match="pass fsync to write_dataset"):
+        zstdpool.dataset.write_dataset(table, tmp_path / "j", file_options={"fsync": True})
