@@ -5,6 +5,8 @@ Every contender writes zstd at level 1 (pyarrow's default, and zstdpool's) to me
 its library's default row groups and pages; the "bytes" column shows what each wrote.
 ``parquet_writer`` writes a whole file per call; ``parquet_threads`` writes the big lineitem
 table with zstdpool's ``threads=1`` and ``threads=2`` beside pyarrow's defaults.
+``parquet_bloom`` writes the lineitem table with bloom filters on three columns, zstdpool and
+pyarrow with the same ``bloom_filter_options``.
 ``parquet_reader`` reads a file written by pyarrow (zstd level 1) into a table.
 """
 
@@ -85,25 +87,38 @@ class ParquetImpl:
     requires: tuple[str, ...] = ()
 
 
-def _zstdpool_write(threads: int | None = None) -> Callable[[ExitStack, pa.Table], Timed]:
+#: The bloom filters of the ``parquet_bloom`` workloads: a key, a foreign key and a
+#: low-cardinality string, each with pyarrow's default size (ndv 1,048,576, fpp 0.05).
+BLOOM_FILTERS: dict[str, Any] = {"l_orderkey": True, "l_partkey": True, "l_shipmode": True}
+
+
+def _zstdpool_write(
+    threads: int | None = None, **options: Any
+) -> Callable[[ExitStack, pa.Table], Timed]:
     def bind(stack: ExitStack, table: pa.Table) -> Timed:
         import zstdpool.parquet
 
-        return functools.partial(zstdpool.parquet.write_table, table, threads=threads)
+        return functools.partial(zstdpool.parquet.write_table, table, threads=threads, **options)
 
     return bind
 
 
-def _pyarrow_write(stack: ExitStack, table: pa.Table) -> Timed:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def _pyarrow_write_with(**options: Any) -> Callable[[ExitStack, pa.Table], Timed]:
+    def bind(stack: ExitStack, table: pa.Table) -> Timed:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
 
-    def call() -> pa.Buffer:
-        sink = pa.BufferOutputStream()
-        pq.write_table(table, sink, compression="zstd", compression_level=LEVEL)
-        return sink.getvalue()
+        def call() -> pa.Buffer:
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink, compression="zstd", compression_level=LEVEL, **options)
+            return sink.getvalue()
 
-    return call
+        return call
+
+    return bind
+
+
+_pyarrow_write = _pyarrow_write_with()
 
 
 def _polars_write(stack: ExitStack, table: pa.Table) -> Timed:
@@ -145,6 +160,16 @@ THREADED_WRITERS: tuple[ParquetImpl, ...] = (
     ParquetImpl("zstdpool threads=2", _zstdpool_write(2)),
     ParquetImpl("zstdpool threads=1", _zstdpool_write(1)),
     ParquetImpl("pyarrow", _pyarrow_write, ("pyarrow",)),
+)
+
+
+BLOOM_WRITERS: tuple[ParquetImpl, ...] = (
+    ParquetImpl("zstdpool bloom filters", _zstdpool_write(bloom_filter_options=BLOOM_FILTERS)),
+    ParquetImpl(
+        "pyarrow bloom filters",
+        _pyarrow_write_with(bloom_filter_options=BLOOM_FILTERS),
+        ("pyarrow",),
+    ),
 )
 
 
@@ -260,5 +285,7 @@ def parquet_workloads(profile: Profile) -> Iterator[Workload]:
     for case in [*cases, big]:
         yield writer_workload(case, "parquet_writer", WRITERS)
     yield writer_workload(big, "parquet_threads", THREADED_WRITERS)
+    for case in [cases[-1], big]:
+        yield writer_workload(case, "parquet_bloom", BLOOM_WRITERS)
     for case in [*cases, big]:
         yield reader_workload(case)
