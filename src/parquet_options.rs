@@ -164,7 +164,7 @@ pub fn writer_keywords<'py>(
     o.allow_truncated_timestamps = kw.flag("allow_truncated_timestamps", false)?;
     o.time_adjusted_to_utc = kw.flag("write_time_adjusted_to_utc", false)?;
     o.compliant_nested_types = kw.flag("use_compliant_nested_type", true)?;
-    o.decimal_as_integer = kw.flag("store_decimal_as_integer", false)?;
+    o.decimal_as_integer = kw.flag("store_decimal_as_integer", true)?;
     o.coerce_timestamps = match kw.opt::<String>("coerce_timestamps", "a str")?.as_deref() {
         None if spark => Some(TimeUnit::Microsecond),
         None => None,

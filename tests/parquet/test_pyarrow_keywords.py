@@ -59,7 +59,9 @@ def read_everywhere(data: bytes, tmp_path: Path) -> pa.Table:
 @pytest.mark.parametrize("version", ["1.0", "2.4", "2.6"])
 def test_each_version_stores_the_logical_types_pyarrow_stores(version: str) -> None:
     # Nanoseconds are whole microseconds here, so that 1.0 and 2.4 need not truncate.
-    ours, theirs = zp.write_table(TABLE, version=version), pyarrows(TABLE, version=version)
+    # Decimals as integers, zstdpool's default (see the README), on both sides.
+    ours = zp.write_table(TABLE, version=version)
+    theirs = pyarrows(TABLE, version=version, store_decimal_as_integer=True)
     assert footer(ours).format_version == footer(theirs).format_version
     ours_file, theirs_file = pq.ParquetFile(io.BytesIO(ours)), pq.ParquetFile(io.BytesIO(theirs))
     for i in range(len(TABLE.schema)):
@@ -130,14 +132,21 @@ def test_footer_options_take_effect() -> None:
 
 
 def test_decimals_times_and_list_names_as_pyarrow_stores_them() -> None:
+    # Decimals are integers by default here (pyarrow: FIXED_LEN_BYTE_ARRAY), the rest as pyarrow.
+    default = pq.ParquetFile(io.BytesIO(zp.write_table(TABLE))).schema.column(3)
+    assert (default.physical_type, str(default.logical_type)) == (
+        "INT32",
+        "Decimal(precision=5, scale=2)",
+    )
     for options in [
-        {},
+        {"store_decimal_as_integer": False},
         {"store_decimal_as_integer": True},
         {"write_time_adjusted_to_utc": True},
         {"use_compliant_nested_type": False},
     ]:
+        theirs_options: dict[str, Any] = {"store_decimal_as_integer": True, **options}
         ours = pq.ParquetFile(io.BytesIO(zp.write_table(TABLE, **options))).schema
-        theirs = pq.ParquetFile(io.BytesIO(pyarrows(TABLE, **options))).schema
+        theirs = pq.ParquetFile(io.BytesIO(pyarrows(TABLE, **theirs_options))).schema
         for i in range(len(theirs)):
             a, b = ours.column(i), theirs.column(i)
             assert (a.path, a.physical_type, str(a.logical_type)) == (

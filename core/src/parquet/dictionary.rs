@@ -41,8 +41,8 @@ const SAMPLE: usize = 1024;
 pub(crate) fn dictionary_pays(columns: &[&ArrayRef]) -> bool {
     let rows: usize = columns.iter().map(|c| c.len()).sum();
     let step = (rows / SAMPLE).max(1);
-    let mut seen = std::collections::HashSet::with_capacity(SAMPLE.min(rows));
-    let mut sampled = 0usize;
+    // Each sampled value's bytes; counted distinct by sorting, cheaper than hashing this few.
+    let mut seen: Vec<u128> = Vec::with_capacity(SAMPLE.min(rows) + 1);
     let mut width = 4;
     let mut start = 0;
     for column in columns {
@@ -50,6 +50,9 @@ pub(crate) fn dictionary_pays(columns: &[&ArrayRef]) -> bool {
         let Some(w) = data.data_type().primitive_width() else {
             return true;
         };
+        if w > 16 {
+            return true;
+        }
         // Parquet's narrowest numeric values are 4 bytes.
         width = w.max(4);
         let Some(values) = data.buffers().first() else {
@@ -64,18 +67,20 @@ pub(crate) fn dictionary_pays(columns: &[&ArrayRef]) -> bool {
                 let Some(value) = values.get(at..at + w) else {
                     return true;
                 };
-                let mut bits = [0u8; 32];
-                bits[..w.min(32)].copy_from_slice(&value[..w.min(32)]);
-                seen.insert(bits);
-                sampled += 1;
+                let mut bits = [0u8; 16];
+                bits[..w].copy_from_slice(value);
+                seen.push(u128::from_le_bytes(bits));
             }
             i += step;
         }
         start += column.len();
     }
+    let sampled = seen.len();
     if sampled < 16 {
         return true;
     }
+    seen.sort_unstable();
+    seen.dedup();
     let found = seen.len();
     let distinct = if step == 1 {
         found as f64

@@ -319,8 +319,10 @@ pub struct WriteOptions {
     pub time_adjusted_to_utc: bool,
     /// Whether list elements are named `element`, as the format specifies (else as in Arrow).
     pub compliant_nested_types: bool,
-    /// Whether decimals of precision 18 or less are stored as INT32 or INT64 (else as
-    /// FIXED_LEN_BYTE_ARRAY, pyarrow's default).
+    /// Whether decimals of precision 18 or less are stored as INT32 or INT64 (the default:
+    /// the parquet crate cannot dictionary-encode FIXED_LEN_BYTE_ARRAY, pyarrow's default, so
+    /// a column of few distinct decimals would be twice the size), else as
+    /// FIXED_LEN_BYTE_ARRAY.
     pub decimal_as_integer: bool,
     /// Bloom filters, by column: Some to write one, None to leave the column without.
     pub bloom_filters: HashMap<String, Option<BloomFilter>>,
@@ -356,7 +358,7 @@ impl Default for WriteOptions {
             allow_truncated_timestamps: false,
             time_adjusted_to_utc: false,
             compliant_nested_types: true,
-            decimal_as_integer: false,
+            decimal_as_integer: true,
             bloom_filters: HashMap::new(),
             spark_names: false,
             sample_dictionary: true,

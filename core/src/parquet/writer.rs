@@ -13,7 +13,7 @@ use ::parquet::basic::Type as Physical;
 use ::parquet::file::metadata::KeyValue;
 use ::parquet::file::properties::WriterProperties;
 use ::parquet::file::writer::SerializedFileWriter;
-use ::parquet::schema::types::SchemaDescriptor;
+use ::parquet::schema::types::{SchemaDescriptor, TypePtr};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 
@@ -90,10 +90,8 @@ impl<W: Write + Send> ParquetWriter<W> {
         for kv in extra {
             file.append_key_value_metadata(kv);
         }
-        let factory = ColumnWriters::new(&parquet_schema, &stored, columns)?;
-        let plain = plain
-            .map(|p| ColumnWriters::new(&parquet_schema, &stored, p))
-            .transpose()?;
+        let factory = ColumnWriters::new(&parquet_schema, &stored, columns);
+        let plain = plain.map(|p| ColumnWriters::new(&parquet_schema, &stored, p));
         Ok(ParquetWriter {
             file: Some(file),
             factory,
@@ -282,9 +280,15 @@ impl<W: Write + Send> ParquetWriter<W> {
                 })
             })
             .collect();
-        let mut leaves = self.factory.create(self.row_groups)?.into_iter();
-        let mut plain_leaves = match (&self.plain, plain.contains(&true)) {
-            (Some(p), true) => Some(p.create(self.row_groups)?.into_iter()),
+        // Each set of writers is made only if some leaf takes its writer from it.
+        let index = self.row_groups;
+        let mut leaves = if plain.contains(&false) || self.plain.is_none() {
+            Some(self.factory.create(index)?.into_iter())
+        } else {
+            None
+        };
+        let mut plain_leaves = match &mut self.plain {
+            Some(p) if plain.contains(&true) => Some(p.create(index)?.into_iter()),
             _ => None,
         };
         let mut plain = plain.into_iter();
@@ -293,11 +297,17 @@ impl<W: Write + Send> ParquetWriter<W> {
             let mut columns = Vec::with_capacity(plans.len());
             for plan in plans {
                 let missing = || Error::Parquet("fewer column writers than leaf columns".into());
-                let with_dictionary = leaves.next().ok_or_else(missing)?;
-                let without = plain_leaves.as_mut().map(|l| l.next().ok_or_else(missing));
-                let (writer, blobs) = match (plain.next(), without) {
-                    (Some(true), Some(without)) => without?,
-                    _ => with_dictionary,
+                let next = |set: &mut Option<std::vec::IntoIter<LeafWriter>>| {
+                    set.as_mut()
+                        .map(|l| l.next().ok_or_else(missing))
+                        .transpose()
+                };
+                let with_dictionary = next(&mut leaves)?;
+                let without = next(&mut plain_leaves)?;
+                let (writer, blobs) = match (plain.next(), without, with_dictionary) {
+                    (Some(true), Some(without), _) => without,
+                    (_, _, Some(with)) => with,
+                    _ => return Err(missing()),
                 };
                 columns.push(Leaf {
                     writer,
@@ -383,31 +393,45 @@ struct LeafPlan {
 /// Makes the column writers of each row group: the parquet crate's factory, taking its
 /// properties from a file writer of its own (the page version as its writer version, which
 /// the crate ties to the format version the real file records), which writes its magic bytes
-/// to nothing and is dropped; and the page stores the repaging stage reads back.
+/// to nothing and is dropped; and the page stores the repaging stage reads back. The factory
+/// is made when first used: a small file may need only one of a writer's two sets.
 struct ColumnWriters {
-    factory: ArrowRowGroupWriterFactory,
-    capture: Arc<CaptureFactory>,
+    root: TypePtr,
+    stored: SchemaRef,
+    props: Option<Arc<WriterProperties>>,
+    made: Option<(ArrowRowGroupWriterFactory, Arc<CaptureFactory>)>,
 }
 
 type LeafWriter = (ArrowColumnWriter, Arc<Mutex<Vec<bytes::Bytes>>>);
 
 impl ColumnWriters {
-    fn new(schema: &SchemaDescriptor, stored: &SchemaRef, props: WriterProperties) -> Result<Self> {
-        let encoder =
-            SerializedFileWriter::new(std::io::sink(), schema.root_schema_ptr(), Arc::new(props))?;
-        let capture = Arc::new(CaptureFactory::default());
-        let factory = ArrowRowGroupWriterFactory::new(&encoder, stored.clone())
-            .with_page_store_factory(capture.clone());
-        Ok(ColumnWriters { factory, capture })
+    fn new(schema: &SchemaDescriptor, stored: &SchemaRef, props: WriterProperties) -> Self {
+        ColumnWriters {
+            root: schema.root_schema_ptr(),
+            stored: stored.clone(),
+            props: Some(Arc::new(props)),
+            made: None,
+        }
     }
 
     /// Every leaf's writer and page store for row group `index`, in column order.
-    fn create(&self, index: usize) -> Result<Vec<LeafWriter>> {
-        let writers = self.factory.create_column_writers(index)?;
-        Ok(writers
-            .into_iter()
-            .zip(self.capture.take_created())
-            .collect())
+    fn create(&mut self, index: usize) -> Result<Vec<LeafWriter>> {
+        if self.made.is_none() {
+            let props = self.props.take().unwrap_or_default();
+
+            let encoder = SerializedFileWriter::new(std::io::sink(), self.root.clone(), props)?;
+            let capture = Arc::new(CaptureFactory::default());
+            let factory = ArrowRowGroupWriterFactory::new(&encoder, self.stored.clone())
+                .with_page_store_factory(capture.clone());
+            self.made = Some((factory, capture));
+        }
+        let Some((factory, capture)) = &self.made else {
+            return Err(Error::Parquet(
+                "the column writers could not be made".into(),
+            ));
+        };
+        let writers = factory.create_column_writers(index)?;
+        Ok(writers.into_iter().zip(capture.take_created()).collect())
     }
 }
 
