@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use arrow_array::cast::AsArray;
+use arrow_array::types::UInt32Type;
 use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
 use arrow_cast::display::{ArrayFormatter, FormatOptions};
 use arrow_row::{RowConverter, SortField};
@@ -27,6 +29,45 @@ pub struct Partitioner {
     converter: RowConverter,
 }
 
+/// The rows of each group of a single key column, in the order groups first appear, by the
+/// column's dictionary encoding (arrow's cast hashes the native values, several times faster
+/// than hashing each row's encoded bytes); None for several keys, a key that already is a
+/// dictionary (its values may repeat) or a type the cast does not encode.
+fn single_key_groups(keys: &[ArrayRef]) -> Option<Vec<Vec<u32>>> {
+    let [key] = keys else { return None };
+    if matches!(
+        key.data_type(),
+        DataType::Dictionary(..) | DataType::Boolean
+    ) {
+        return None;
+    }
+    let as_dictionary = DataType::Dictionary(
+        Box::new(DataType::UInt32),
+        Box::new(key.data_type().clone()),
+    );
+    let encoded = arrow_cast::cast(key, &as_dictionary).ok()?;
+    let encoded = encoded.as_dictionary_opt::<UInt32Type>()?;
+    let entries = encoded.values().len();
+    // Per dictionary entry (and one for null), its group; u32::MAX until it has one.
+    let mut group_of = vec![u32::MAX; entries + 1];
+    let mut members: Vec<Vec<u32>> = Vec::new();
+    let codes = encoded.keys();
+    for (r, code) in codes.values().iter().enumerate() {
+        let slot = if codes.is_valid(r) {
+            *code as usize
+        } else {
+            entries
+        };
+        let slot = group_of.get_mut(slot)?;
+        if *slot == u32::MAX {
+            *slot = members.len() as u32;
+            members.push(Vec::new());
+        }
+        members[*slot as usize].push(r as u32);
+    }
+    Some(members)
+}
+
 /// One partition's rows of a batch, and the directory they go to.
 pub struct Part {
     /// `a=1/b=x`, relative to the dataset's base directory ("" without partitioning).
@@ -35,6 +76,35 @@ pub struct Part {
 }
 
 impl Partitioner {
+    /// The rows of each group of `keys` (several columns, or one the dictionary path does not
+    /// take), in the order groups first appear, by their encoded rows.
+    fn hashed_groups(&self, keys: &[ArrayRef], num_rows: usize) -> Result<Vec<Vec<u32>>> {
+        let rows = self.converter.convert_columns(keys)?;
+        // A row's group: the previous row's when their keys are equal (sorted or clustered
+        // input looks nothing up), else found by a fast hash of the key's row bytes.
+        let mut groups: HashMap<&[u8], usize, ahash::RandomState> =
+            HashMap::with_hasher(ahash::RandomState::new());
+        let mut members: Vec<Vec<u32>> = Vec::new();
+        let mut last: Option<(&[u8], usize)> = None;
+        for r in 0..num_rows {
+            let key = rows.row(r).data();
+            let g = match last {
+                Some((k, g)) if k == key => g,
+                _ => {
+                    let next = members.len();
+                    let g = *groups.entry(key).or_insert(next);
+                    if g == next {
+                        members.push(Vec::new());
+                    }
+                    g
+                }
+            };
+            last = Some((key, g));
+            members[g].push(r as u32);
+        }
+        Ok(members)
+    }
+
     /// A partitioner of `schema` by the columns `names`, which must exist and be of a type
     /// Hive partitioning can name (integers, strings, dates, booleans, or a dictionary of
     /// them), each named once.
@@ -111,17 +181,10 @@ impl Partitioner {
             }]);
         }
         let keys: Vec<ArrayRef> = self.keys.iter().map(|&i| batch.column(i).clone()).collect();
-        let rows = self.converter.convert_columns(&keys)?;
-        let mut groups: HashMap<&[u8], usize> = HashMap::new();
-        let mut members: Vec<Vec<u32>> = Vec::new();
-        for r in 0..batch.num_rows() {
-            let next = members.len();
-            let g = *groups.entry(rows.row(r).data()).or_insert(next);
-            if g == next {
-                members.push(Vec::new());
-            }
-            members[g].push(r as u32);
-        }
+        let members = match single_key_groups(&keys) {
+            Some(members) => members,
+            None => self.hashed_groups(&keys, batch.num_rows())?,
+        };
         let formatters = keys
             .iter()
             .map(|k| ArrayFormatter::try_new(k.as_ref(), &FormatOptions::default()))
@@ -209,6 +272,27 @@ mod tests {
         assert_eq!(escape("-2"), "-2");
         assert_eq!(escape(".."), "..");
         assert_eq!(escape("v1.5"), "v1.5");
+    }
+
+    #[test]
+    fn one_key_groups_as_the_hashed_path_groups() {
+        let ints: ArrayRef = Arc::new(Int32Array::from_iter(
+            (0..5_000).map(|i| (i % 11 != 3).then_some((i * 7919) % 13)),
+        ));
+        let strings: ArrayRef = Arc::new(arrow_array::StringArray::from_iter(
+            (0..5_000).map(|i| (i % 17 != 0).then(|| format!("s{}", (i * 31) % 9))),
+        ));
+        for key in [ints, strings] {
+            let schema = Schema::new(vec![
+                Field::new("k", key.data_type().clone(), true),
+                Field::new("v", DataType::Int32, true),
+            ]);
+            let p = Partitioner::try_new(&schema, &["k".into()]).unwrap();
+            let fast = single_key_groups(std::slice::from_ref(&key)).expect("one key");
+            let hashed = p.hashed_groups(std::slice::from_ref(&key), key.len()).unwrap();
+            assert_eq!(fast, hashed);
+            assert!(fast.len() > 5);
+        }
     }
 
     #[test]
