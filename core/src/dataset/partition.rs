@@ -289,7 +289,9 @@ mod tests {
             ]);
             let p = Partitioner::try_new(&schema, &["k".into()]).unwrap();
             let fast = single_key_groups(std::slice::from_ref(&key)).expect("one key");
-            let hashed = p.hashed_groups(std::slice::from_ref(&key), key.len()).unwrap();
+            let hashed = p
+                .hashed_groups(std::slice::from_ref(&key), key.len())
+                .unwrap();
             assert_eq!(fast, hashed);
             assert!(fast.len() > 5);
         }

@@ -502,7 +502,6 @@ impl WriteOptions {
             PageVersion::V1 => WriterVersion::PARQUET_1_0,
             PageVersion::V2 => WriterVersion::PARQUET_2_0,
         };
-        let columns = b.clone().set_writer_version(page_version).build();
         let plain = sampled.iter().any(|s| *s).then(|| {
             let mut plain = b.clone().set_writer_version(page_version);
             for (column, _) in schema.columns().iter().zip(sampled).filter(|(_, s)| **s) {
@@ -510,6 +509,16 @@ impl WriteOptions {
             }
             plain.build()
         });
+        let columns = b.set_writer_version(page_version).build();
+        // The file writer reads only file-wide settings (the column writers have theirs), so
+        // its properties are built without the per-column ones.
+        let mut f = WriterProperties::builder()
+            .set_writer_version(match self.format_version {
+                FormatVersion::V1_0 => WriterVersion::PARQUET_1_0,
+                _ => WriterVersion::PARQUET_2_0,
+            })
+            .set_offset_index_disabled(!self.page_index)
+            .set_statistics_enabled(statistics(self.statistics.default));
         let mut metadata: Vec<_> = self
             .metadata
             .iter()
@@ -517,17 +526,12 @@ impl WriteOptions {
             .collect();
         metadata.sort_by(|a, b| a.key.cmp(&b.key));
         if !metadata.is_empty() {
-            b = b.set_key_value_metadata(Some(metadata));
+            f = f.set_key_value_metadata(Some(metadata));
         }
         if !self.sorting_columns.is_empty() {
-            b = b.set_sorting_columns(Some(self.sorting_columns.clone()));
+            f = f.set_sorting_columns(Some(self.sorting_columns.clone()));
         }
-        let file = b
-            .set_writer_version(match self.format_version {
-                FormatVersion::V1_0 => WriterVersion::PARQUET_1_0,
-                _ => WriterVersion::PARQUET_2_0,
-            })
-            .build();
+        let file = f.build();
         Ok(Properties {
             file,
             columns,
