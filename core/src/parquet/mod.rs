@@ -37,11 +37,16 @@ pub use reader::{Batches, ColumnSummary, FileSummary, ParquetFile, Projection, R
 pub use source::{ParquetSource, ReadAt};
 pub use writer::ParquetWriter;
 
-/// The values of a fixed-size binary dictionary, which the parquet crate cannot decode into a
-/// dictionary: written and read as their values, as pyarrow reads them.
-pub(crate) fn fixed_size_dictionary_values(dt: &DataType) -> Option<&DataType> {
+/// The values of a dictionary the parquet crate cannot decode into a dictionary (of fixed-size
+/// binaries, or of booleans, which its reader refuses as an invalid physical type): written
+/// and read as their values, as pyarrow reads both back.
+pub(crate) fn values_only_dictionary(dt: &DataType) -> Option<&DataType> {
     match dt {
-        DataType::Dictionary(_, v) if matches!(v.as_ref(), DataType::FixedSizeBinary(_)) => Some(v),
+        DataType::Dictionary(_, v)
+            if matches!(v.as_ref(), DataType::FixedSizeBinary(_) | DataType::Boolean) =>
+        {
+            Some(v)
+        }
         _ => None,
     }
 }

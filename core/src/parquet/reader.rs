@@ -500,7 +500,7 @@ fn readable(schema: Schema) -> Schema {
         .iter()
         .map(|f| {
             let dt = super::map_types(f.data_type(), &|t| {
-                super::fixed_size_dictionary_values(t).cloned()
+                super::values_only_dictionary(t).cloned()
             });
             Arc::new(f.as_ref().clone().with_data_type(dt))
         })

@@ -13,7 +13,7 @@ use arrow_data::ArrayData;
 use arrow_schema::{DataType, FieldRef, IntervalUnit, Schema, TimeUnit};
 
 use super::options::{FormatVersion, WriteOptions};
-use super::{fixed_size_dictionary_values, map_types};
+use super::{map_types, values_only_dictionary};
 use crate::error::{catch_panics, Error, Result};
 
 /// The characters Spark refuses in a column name, replaced by `_` under `flavor="spark"`.
@@ -46,7 +46,7 @@ pub(crate) fn stored_schema(schema: &Schema, options: &WriteOptions) -> Schema {
 /// milliseconds, as pyarrow stores them (readers then see milliseconds, as after pyarrow);
 /// `coerce_timestamps` and the format version may coarsen timestamps further, and version 1.0
 /// has no unsigned 32-bit integers. There are no list views; a fixed-size binary dictionary
-/// is stored as its values.
+/// is stored as its values, as is a boolean one.
 fn coerce(dt: &DataType, options: &WriteOptions) -> DataType {
     let field = |f: &FieldRef| {
         Arc::new(
@@ -66,11 +66,12 @@ fn coerce(dt: &DataType, options: &WriteOptions) -> DataType {
         // view in `ARROW:schema`).
         DataType::ListView(f) => Some(DataType::List(field(f))),
         DataType::LargeListView(f) => Some(DataType::LargeList(field(f))),
-        // A fixed-size binary dictionary as its values (Parquet's own dictionary encoding
-        // still applies): pyarrow cannot read one that `ARROW:schema` declares a dictionary
-        // when arrow-rs wrote it ("Unencoded byte array data bytes does not support
-        // FIXED_LEN_BYTE_ARRAY").
-        t => fixed_size_dictionary_values(t).map(|v| coerce(v, options)),
+        // A fixed-size binary or boolean dictionary as its values (Parquet's own dictionary
+        // encoding still applies): pyarrow cannot read a fixed-size binary one that
+        // `ARROW:schema` declares a dictionary when arrow-rs wrote it ("Unencoded byte array
+        // data bytes does not support FIXED_LEN_BYTE_ARRAY"), and the crate's reader cannot
+        // read a boolean one.
+        t => values_only_dictionary(t).map(|v| coerce(v, options)),
     })
 }
 
