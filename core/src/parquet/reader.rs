@@ -11,8 +11,9 @@ use ::parquet::arrow::{FieldLevels, ProjectionMask};
 use ::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData};
 use ::parquet::file::reader::{ChunkReader, Length};
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow_schema::{ArrowError, Schema, SchemaRef};
+use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
 
+use super::dictionary::writes_given_dictionary;
 use super::footer::check_footer;
 use super::pages::{Failure, ParquetLimits, PooledRowGroups};
 use super::source::ParquetSource;
@@ -491,16 +492,22 @@ fn reserve_for_decode(group: &RowGroupMetaData, leaves: &[usize]) -> Result<()> 
     })
 }
 
-/// The schema the file's columns are read as: `schema`, from the file's `ARROW:schema`,
-/// with its fixed-size binary dictionaries read as their values, as pyarrow reads them (the
-/// parquet crate cannot decode fixed-length byte arrays into a dictionary).
+/// The schema the file's columns are read as: `schema`, from the file's `ARROW:schema`, with
+/// every dictionary but one of strings or binaries read as its values, as pyarrow reads them
+/// (pyarrow decodes the others; the parquet crate cannot decode fixed-length byte arrays or
+/// booleans into a dictionary at all).
 fn readable(schema: Schema) -> Schema {
     let fields: Vec<_> = schema
         .fields()
         .iter()
         .map(|f| {
-            let dt = super::map_types(f.data_type(), &|t| {
-                super::values_only_dictionary(t).cloned()
+            let dt = super::map_types(f.data_type(), &|t| match t {
+                // Only a dictionary of strings or binaries is read back as a dictionary, as
+                // pyarrow reads them; any other as its values.
+                DataType::Dictionary(_, v) if !writes_given_dictionary(t) => {
+                    Some(v.as_ref().clone())
+                }
+                _ => None,
             });
             Arc::new(f.as_ref().clone().with_data_type(dt))
         })
