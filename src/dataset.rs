@@ -84,8 +84,13 @@ fn file_format(
             )));
         }
     }
-    let mut parsed = writer_keywords("write_dataset's file_options", Some(given))?.options;
-    if !given.contains("compression")? && !given.contains("compression_level")? {
+    // A level without a codec is a level of write_dataset's codec.
+    let given = given.copy()?;
+    if given.contains("compression_level")? && !given.contains("compression")? {
+        given.set_item("compression", compression)?;
+    }
+    let mut parsed = writer_keywords("write_dataset's file_options", Some(&given))?.options;
+    if !given.contains("compression")? {
         parsed.compression = options.compression.clone();
     }
     **options = parsed;

@@ -310,7 +310,7 @@ impl Levels {
 fn column_name(key: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     key.extract::<String>().map_err(|_| {
         errors::wrong_type(format!(
-            "{what} keys must be column names (str), not '{}'",
+            "{what} names columns with str, not '{}'",
             type_name(key)
         ))
     })

@@ -77,7 +77,8 @@ def write_to_dataset(
     writes on one thread; ``file_visitor`` is called with each file written, and
     ``metadata_collector`` (a list) collects each file's metadata. The other keywords are those
     of ``write_table`` (``compression``, ``row_group_size``, ...), or ``write_dataset``'s
-    ``max_open_files``, ``max_rows_per_file``, ``max_pending_bytes``, ``fsync`` and ``pool``.
+    ``max_open_files``, ``max_rows_per_file``, ``max_pending_bytes``, ``threads``, ``fsync``
+    and ``pool``.
     ``filesystem`` is not supported yet: pass a local path.
     """
     metadata_collector = kwargs.pop("metadata_collector", None)
@@ -99,6 +100,7 @@ def write_to_dataset(
 
         table = pa.table(table).cast(schema)
     dataset_keywords = {k: kwargs.pop(k) for k in _DATASET_KEYWORDS if k in kwargs}
+    threads = kwargs.pop("threads", None)
     if "chunk_size" in kwargs and "row_group_size" not in kwargs:
         kwargs["row_group_size"] = kwargs.pop("chunk_size")
     written = write_dataset(
@@ -108,7 +110,7 @@ def write_to_dataset(
         format="parquet",
         basename_template=basename_template or uuid.uuid4().hex + "-{i}.parquet",
         existing_data_behavior=existing_data_behavior or "overwrite_or_ignore",  # type: ignore[arg-type]
-        threads=1 if use_threads is False else None,
+        threads=1 if use_threads is False else threads,
         file_options=cast("ParquetWriteOptions", kwargs),
         **dataset_keywords,
     )

@@ -231,7 +231,7 @@ def test_lz4_takes_any_level_as_pyarrow_does() -> None:
         (
             {"use_dictionary": False, "column_encoding": {"s": "DELTA_BINARY_PACKED"}},
             ParameterError,
-            'column_encoding.*"s".*BYTE_ARRAY',
+            'column "s" is stored as BYTE_ARRAY.*column_encoding',
         ),
         (
             {"use_dictionary": False, "column_encoding": "RLE_DICTIONARY"},
@@ -475,3 +475,38 @@ def test_a_boolean_dictionary_reads_back_as_pyarrow_reads_it(rows: int) -> None:
     assert pq.read_table(io.BytesIO(ours)).equals(theirs)
     assert zp.read_table(ours).equals(theirs)
     assert zp.read_table(pyarrows(table)).equals(theirs)
+
+
+def test_the_truncation_check_sees_only_the_values_written() -> None:
+    # A slice of a list whose unsliced values hold a remainder; an unused dictionary entry.
+    lists = pa.array([[1_001], [2_000], [3_000]], pa.list_(pa.timestamp("ns"))).slice(1)
+    back = pq.read_table(io.BytesIO(zp.write_table(pa.table({"l": lists}), version="2.4")))
+    assert (
+        back.column("l").to_pylist()
+        == pa.table({"l": lists}).cast(back.schema).column("l").to_pylist()
+    )
+    lossy = pa.table({"l": pa.array([[2_000, 1_001]], pa.list_(pa.timestamp("ns")))})
+    with pytest.raises(ParquetError, match="'l'.*would lose data"):
+        zp.write_table(lossy, version="2.4")
+    # A seconds timestamp out of the millisecond range fails, as in pyarrow, not a null.
+    huge = pa.table({"t": pa.array([2**62], pa.timestamp("s"))})
+    with pytest.raises(ParquetError, match="'t'"):
+        zp.write_table(huge)
+
+
+def test_file_options_level_goes_with_write_datasets_codec(tmp_path: Path) -> None:
+    import zstdpool.dataset
+
+    table = pa.table({"k": [1, 2] * 50, "v": range(100)})
+    written = zstdpool.dataset.write_dataset(
+        table,
+        tmp_path / "d",
+        partitioning=["k"],
+        compression="gzip",
+        file_options={"compression_level": 9},
+    )
+    assert {pq.read_metadata(f["path"]).row_group(0).column(0).compression for f in written} == {
+        "GZIP"
+    }
+    zp.write_to_dataset(table, tmp_path / "e", partition_cols=["k"], threads=1)
+    assert len(list((tmp_path / "e").rglob("*.parquet"))) == 2

@@ -30,7 +30,8 @@ use crate::error::{Error, Result};
 const SAMPLE: usize = 1024;
 
 /// Whether a numeric column of a row group (`columns`, one primitive array per batch) is worth
-/// a dictionary. Up to [`SAMPLE`] values spread evenly over it give the number of distinct
+/// a dictionary, stored at `width` bytes a value. Up to [`SAMPLE`] values spread evenly over
+/// it give the number of distinct
 /// values: exactly when the sample is the whole column, else by the birthday estimate from
 /// the repeats the sample holds (none: as many as rows, which is also what values in order
 /// look like, and those compress best plain). The dictionary pays when its values and an
@@ -38,12 +39,11 @@ const SAMPLE: usize = 1024;
 /// values in random order (dates, flags, foreign keys into small tables); a column of mostly
 /// distinct values, or of sorted keys, is written plain. Row groups too small to say keep
 /// their dictionary. RESULTS.md has the sizes this was chosen from.
-pub(crate) fn dictionary_pays(columns: &[&ArrayRef]) -> bool {
+pub(crate) fn dictionary_pays(columns: &[&ArrayRef], width: usize) -> bool {
     let rows: usize = columns.iter().map(|c| c.len()).sum();
-    let step = (rows / SAMPLE).max(1);
+    let step = rows.div_ceil(SAMPLE).max(1);
     // Each sampled value's bytes; counted distinct by sorting, cheaper than hashing this few.
     let mut seen: Vec<u128> = Vec::with_capacity(SAMPLE.min(rows) + 1);
-    let mut width = 4;
     let mut start = 0;
     for column in columns {
         let data = column.to_data();
@@ -53,8 +53,6 @@ pub(crate) fn dictionary_pays(columns: &[&ArrayRef]) -> bool {
         if w > 16 {
             return true;
         }
-        // Parquet's narrowest numeric values are 4 bytes.
-        width = w.max(4);
         let Some(values) = data.buffers().first() else {
             return true;
         };
@@ -250,7 +248,7 @@ impl GivenDictionary {
         let prefix = buf.get(..levels).ok_or_else(|| short_page(buf.len()))?;
         let keys = self.keys.get(rows.clone()).ok_or_else(|| {
             Error::Parquet(format!(
-                "a dictionary page covers rows {rows:?} of a chunk of {}",
+                "a data page covers rows {rows:?} of a chunk of {}",
                 self.keys.len()
             ))
         })?;
@@ -390,6 +388,10 @@ mod tests {
         out
     }
 
+    fn dictionary_pays_8(columns: &[&ArrayRef]) -> bool {
+        dictionary_pays(columns, 8)
+    }
+
     fn column(values: impl IntoIterator<Item = i64>) -> ArrayRef {
         std::sync::Arc::new(arrow_array::Int64Array::from_iter_values(values))
     }
@@ -399,20 +401,20 @@ mod tests {
         let rows = 200_000i64;
         // Few distinct values in random order: a dictionary.
         let scramble = |i: i64| (i * 7919 + 13) % 1_000_003;
-        assert!(dictionary_pays(&[&column(
+        assert!(dictionary_pays_8(&[&column(
             (0..rows).map(|i| scramble(i) % 2_500)
         )]));
-        assert!(dictionary_pays(&[&column((0..rows).map(|i| i % 7))]));
+        assert!(dictionary_pays_8(&[&column((0..rows).map(|i| i % 7))]));
         // Mostly distinct, or sorted keys repeated a few times each: plain.
-        assert!(!dictionary_pays(&[&column((0..rows).map(scramble))]));
-        assert!(!dictionary_pays(&[&column((0..rows).map(|i| i / 4))]));
-        assert!(!dictionary_pays(&[&column(0..256)]));
+        assert!(!dictionary_pays_8(&[&column((0..rows).map(scramble))]));
+        assert!(!dictionary_pays_8(&[&column((0..rows).map(|i| i / 4))]));
+        assert!(!dictionary_pays_8(&[&column(0..256)]));
         // A small column is counted whole, across batches; too few values keep it.
         assert!(dictionary_pays(&[
             &column((0..128).map(|i| i % 3)),
             &column((0..128).map(|i| i % 3))
         ]));
-        assert!(dictionary_pays(&[&column(0..10)]));
+        assert!(dictionary_pays_8(&[&column(0..10)]));
     }
 
     #[test]

@@ -480,8 +480,8 @@ impl WriteOptions {
             if let Some(encoding) = self.encoding.get(&path) {
                 if !encoding_fits(encoding, column.physical_type()) {
                     return Err(Error::Parameter(format!(
-                        "column_encoding: column {:?} is stored as {} and {encoding} does not \
-                         encode that type",
+                        "column {:?} is stored as {} and {encoding} (from column_encoding or \
+                         use_byte_stream_split) does not encode that type",
                         path.string(),
                         column.physical_type()
                     )));

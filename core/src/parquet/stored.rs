@@ -8,8 +8,11 @@ use std::sync::Arc;
 use ::parquet::arrow::ArrowSchemaConverter;
 use ::parquet::basic::{LogicalType, Repetition, Type as Physical};
 use ::parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+};
 use arrow_array::ArrayRef;
-use arrow_data::ArrayData;
 use arrow_schema::{DataType, FieldRef, IntervalUnit, Schema, TimeUnit};
 
 use super::options::{FormatVersion, WriteOptions};
@@ -106,52 +109,72 @@ fn per_second(unit: TimeUnit) -> i64 {
     }
 }
 
-/// Refuses `column` when storing it as `to` (its stored type) would drop the remainder of a
-/// timestamp, as pyarrow refuses it unless `allow_truncated_timestamps`: "Casting from
-/// timestamp[ns] to timestamp[us] would lose data: 1001", naming the column.
-pub(crate) fn check_truncation(name: &str, column: &ArrayRef, to: &DataType) -> Result<()> {
-    check_data(name, &column.to_data(), to)
+/// Whether storing a value of type `from` as `to` puts a timestamp in a coarser unit.
+pub(crate) fn coarsens(from: &DataType, to: &DataType) -> bool {
+    use DataType as D;
+    match (from, to) {
+        (D::Timestamp(a, _), D::Timestamp(b, _)) => per_second(*a) > per_second(*b),
+        (
+            D::List(f) | D::LargeList(f) | D::ListView(f) | D::LargeListView(f) | D::Map(f, _),
+            D::List(g) | D::LargeList(g) | D::ListView(g) | D::LargeListView(g) | D::Map(g, _),
+        )
+        | (D::FixedSizeList(f, _), D::FixedSizeList(g, _)) => {
+            coarsens(f.data_type(), g.data_type())
+        }
+        (D::Struct(fs), D::Struct(gs)) => fs
+            .iter()
+            .zip(gs.iter())
+            .any(|(f, g)| coarsens(f.data_type(), g.data_type())),
+        (D::Dictionary(_, v), D::Dictionary(_, w)) => coarsens(v, w),
+        (D::Dictionary(_, v), w) => coarsens(v, w),
+        _ => false,
+    }
 }
 
-fn check_data(name: &str, data: &ArrayData, to: &DataType) -> Result<()> {
-    if let (DataType::Timestamp(from, _), DataType::Timestamp(unit, _)) = (data.data_type(), to) {
-        let factor = per_second(*from) / per_second(*unit);
-        if factor > 1 {
-            let values = &data.buffer::<i64>(0)[data.offset()..data.offset() + data.len()];
-            let lossy = values
-                .iter()
-                .enumerate()
-                .find(|(i, v)| *v % factor != 0 && data.is_valid(*i));
-            if let Some((_, v)) = lossy {
-                return Err(Error::Parquet(format!(
-                    "column '{name}': casting from {} to {to} would lose data: {v} (pass \
-                     allow_truncated_timestamps=True to truncate)",
-                    data.data_type()
-                )));
-            }
-        }
+/// Refuses `column`, whose timestamps `stored` holds in a coarser unit, when that dropped a
+/// remainder, as pyarrow refuses it unless `allow_truncated_timestamps`: "Casting from
+/// timestamp[ns] to timestamp[us] would lose data: 1001", naming the column. The stored
+/// values are cast back and compared with the given ones, so that only values the column
+/// holds count (not those beyond a slice of a list's values, nor unused dictionary entries).
+pub(crate) fn check_truncation(name: &str, column: &ArrayRef, stored: &ArrayRef) -> Result<()> {
+    let back = arrow_cast::cast(stored, column.data_type())?;
+    if back.to_data() == column.to_data() {
         return Ok(());
     }
-    let children = stored_children(to);
-    for (child, to) in data.child_data().iter().zip(children) {
-        check_data(name, child, &to)?;
-    }
-    Ok(())
+    let value = match (
+        column.as_primitive_opt::<TimestampNanosecondType>(),
+        column.as_primitive_opt::<TimestampMicrosecondType>(),
+        column.as_primitive_opt::<TimestampMillisecondType>(),
+    ) {
+        (Some(a), _, _) => first_change(
+            a.iter(),
+            back.as_primitive::<TimestampNanosecondType>().iter(),
+        ),
+        (_, Some(a), _) => first_change(
+            a.iter(),
+            back.as_primitive::<TimestampMicrosecondType>().iter(),
+        ),
+        (_, _, Some(a)) => first_change(
+            a.iter(),
+            back.as_primitive::<TimestampMillisecondType>().iter(),
+        ),
+        _ => None,
+    };
+    let value = value.map_or_else(String::new, |v| format!(": {v}"));
+    Err(Error::Parquet(format!(
+        "column '{name}': casting from {} to {} would lose data{value} (pass \
+         allow_truncated_timestamps=True to truncate)",
+        column.data_type(),
+        stored.data_type()
+    )))
 }
 
-/// The stored types of the children `ArrayData` holds for a value of type `dt`.
-fn stored_children(dt: &DataType) -> Vec<DataType> {
-    match dt {
-        DataType::List(f)
-        | DataType::LargeList(f)
-        | DataType::ListView(f)
-        | DataType::LargeListView(f)
-        | DataType::FixedSizeList(f, _)
-        | DataType::Map(f, _) => vec![f.data_type().clone()],
-        DataType::Struct(fields) => fields.iter().map(|f| f.data_type().clone()).collect(),
-        DataType::Dictionary(_, v) => vec![v.as_ref().clone()],
-        _ => Vec::new(),
-    }
+/// The first given value that the round trip changed.
+fn first_change(
+    given: impl Iterator<Item = Option<i64>>,
+    back: impl Iterator<Item = Option<i64>>,
+) -> Option<i64> {
+    given.zip(back).find(|(a, b)| a != b).and_then(|(a, _)| a)
 }
 
 /// The Parquet schema of `schema` (the stored one), or an error naming the first column

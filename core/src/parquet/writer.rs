@@ -20,7 +20,7 @@ use arrow_schema::{Schema, SchemaRef};
 use super::dictionary::{dictionary_pays, writes_given_dictionary, GivenDictionary};
 use super::options::{PageCodec, Properties, WriteOptions};
 use super::repage::{repage, CaptureFactory, EncodedChunk, PageCompression, Rewrites};
-use super::stored::{check_truncation, parquet_schema, stored_schema};
+use super::stored::{check_truncation, coarsens, parquet_schema, stored_schema};
 use crate::batch_schema::check_schema;
 use crate::context::{CompressParams, Compressor};
 use crate::error::{catch_panics, Error, Result};
@@ -195,17 +195,25 @@ impl<W: Write + Send> ParquetWriter<W> {
                 if column.data_type() == field.data_type() {
                     return Ok(column.clone());
                 }
-                if truncating {
-                    check_truncation(field.name(), column, field.data_type())?;
+                // Not `safe`: a value out of the stored unit's range fails, as in pyarrow, instead
+                // of becoming a null.
+                let options = arrow_cast::CastOptions {
+                    safe: false,
+                    ..Default::default()
+                };
+                let stored = arrow_cast::cast_with_options(column, field.data_type(), &options)
+                    .map_err(|e| {
+                        Error::Parquet(format!(
+                            "column '{}': {} cannot be stored as {}: {e}",
+                            field.name(),
+                            column.data_type(),
+                            field.data_type()
+                        ))
+                    })?;
+                if truncating && coarsens(column.data_type(), field.data_type()) {
+                    check_truncation(field.name(), column, &stored)?;
                 }
-                arrow_cast::cast(column, field.data_type()).map_err(|e| {
-                    Error::Parquet(format!(
-                        "column '{}': {} cannot be stored as {}: {e}",
-                        field.name(),
-                        column.data_type(),
-                        field.data_type()
-                    ))
-                })
+                Ok(stored)
             })
             .collect::<Result<Vec<_>>>()?;
         let batch = RecordBatch::try_new(self.stored.clone(), columns)?;
@@ -275,7 +283,7 @@ impl<W: Write + Send> ParquetWriter<W> {
                 plans.iter().map(move |plan| {
                     plan.sampled && {
                         let columns: Vec<_> = batches.iter().map(|b| b.column(field)).collect();
-                        !dictionary_pays(&columns)
+                        !dictionary_pays(&columns, plan.width)
                     }
                 })
             })
@@ -388,6 +396,8 @@ struct LeafPlan {
     nullable: bool,
     /// Whether each row group's sample decides if it gets the dictionary the options give it.
     sampled: bool,
+    /// The bytes of a value as stored (a numeric column's).
+    width: usize,
 }
 
 /// Makes the column writers of each row group: the parquet crate's factory, taking its
@@ -398,7 +408,7 @@ struct LeafPlan {
 struct ColumnWriters {
     root: TypePtr,
     stored: SchemaRef,
-    props: Option<Arc<WriterProperties>>,
+    props: Arc<WriterProperties>,
     made: Option<(ArrowRowGroupWriterFactory, Arc<CaptureFactory>)>,
 }
 
@@ -409,26 +419,26 @@ impl ColumnWriters {
         ColumnWriters {
             root: schema.root_schema_ptr(),
             stored: stored.clone(),
-            props: Some(Arc::new(props)),
+            props: Arc::new(props),
             made: None,
         }
     }
 
     /// Every leaf's writer and page store for row group `index`, in column order.
     fn create(&mut self, index: usize) -> Result<Vec<LeafWriter>> {
-        if self.made.is_none() {
-            let props = self.props.take().unwrap_or_default();
-
-            let encoder = SerializedFileWriter::new(std::io::sink(), self.root.clone(), props)?;
-            let capture = Arc::new(CaptureFactory::default());
-            let factory = ArrowRowGroupWriterFactory::new(&encoder, self.stored.clone())
-                .with_page_store_factory(capture.clone());
-            self.made = Some((factory, capture));
-        }
-        let Some((factory, capture)) = &self.made else {
-            return Err(Error::Parquet(
-                "the column writers could not be made".into(),
-            ));
+        let (factory, capture) = match &mut self.made {
+            Some(made) => made,
+            None => {
+                let encoder = SerializedFileWriter::new(
+                    std::io::sink(),
+                    self.root.clone(),
+                    self.props.clone(),
+                )?;
+                let capture = Arc::new(CaptureFactory::default());
+                let factory = ArrowRowGroupWriterFactory::new(&encoder, self.stored.clone())
+                    .with_page_store_factory(capture.clone());
+                self.made.insert((factory, capture))
+            }
         };
         let writers = factory.create_column_writers(index)?;
         Ok(writers.into_iter().zip(capture.take_created()).collect())
@@ -458,8 +468,13 @@ fn leaf_plans(
             && numeric
             && column.path().parts().len() == 1
             && options.dictionary.get(column.path());
+        let width = match column.physical_type() {
+            Physical::INT64 | Physical::DOUBLE => 8,
+            _ => 4,
+        };
         out[root].push(LeafPlan {
             sampled,
+            width,
             codec,
             repaged: matches!(codec, PageCodec::Zstd(_))
                 || options.page_checksum
