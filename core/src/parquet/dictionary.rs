@@ -410,7 +410,7 @@ mod tests {
         assert!(!dictionary_pays_8(&[&column((0..rows).map(|i| i / 4))]));
         assert!(!dictionary_pays_8(&[&column(0..256)]));
         // A small column is counted whole, across batches; too few values keep it.
-        assert!(dictionary_pays(&[
+        assert!(dictionary_pays_8(&[
             &column((0..128).map(|i| i % 3)),
             &column((0..128).map(|i| i % 3))
         ]));
