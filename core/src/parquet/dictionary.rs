@@ -24,6 +24,7 @@ use arrow_array::{Array, ArrayRef};
 use arrow_schema::DataType;
 use bytes::Bytes;
 
+use super::body::{shape, with_body, Shape};
 use crate::error::{Error, Result};
 
 /// Values sampled from a row group to decide whether its column gets a dictionary.
@@ -163,83 +164,43 @@ impl GivenDictionary {
     /// dictionary-encoded data page's indices replaced by its rows' keys, any other page as it
     /// is. `row` is the first row of a data page, advanced past it.
     pub(crate) fn rewrite(&self, page: Page, row: &mut usize) -> Result<Page> {
-        Ok(match page {
-            Page::DictionaryPage {
-                encoding,
-                is_sorted,
-                ..
-            } => Page::DictionaryPage {
-                buf: self.page.clone(),
-                num_values: self.entries as u32,
-                encoding,
-                is_sorted,
-            },
-            Page::DataPage {
-                buf,
-                num_values,
-                encoding,
-                def_level_encoding,
-                rep_level_encoding,
-                statistics,
-            } => {
-                let rows = *row..*row + num_values as usize;
-                *row = rows.end;
-                let buf = if is_dictionary(encoding) {
-                    // v1: the definition levels, if any, are a 4-byte length and that many bytes.
-                    let levels = if self.levels {
-                        let len = buf
-                            .get(..4)
-                            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
-                            .ok_or_else(|| short_page(buf.len()))?;
-                        4 + len
-                    } else {
-                        0
-                    };
-                    self.indices(&buf, levels, rows)?
-                } else {
-                    buf
-                };
-                Page::DataPage {
-                    buf,
-                    num_values,
-                    encoding,
-                    def_level_encoding,
-                    rep_level_encoding,
-                    statistics,
-                }
+        let (rows, levels) = match shape(&page) {
+            Shape::Dictionary => {
+                return Ok(with_body(
+                    page,
+                    self.page.clone(),
+                    None,
+                    Some(self.entries as u32),
+                ))
             }
-            Page::DataPageV2 {
-                buf,
-                num_values,
+            Shape::Data {
                 encoding,
-                num_nulls,
-                num_rows,
-                def_levels_byte_len,
-                rep_levels_byte_len,
-                is_compressed,
-                statistics,
+                rows,
+                levels,
             } => {
-                let rows = *row..*row + num_rows as usize;
+                let rows = *row..*row + rows;
                 *row = rows.end;
-                let buf = if is_dictionary(encoding) {
-                    let levels = def_levels_byte_len as usize + rep_levels_byte_len as usize;
-                    self.indices(&buf, levels, rows)?
-                } else {
-                    buf
-                };
-                Page::DataPageV2 {
-                    buf,
-                    num_values,
-                    encoding,
-                    num_nulls,
-                    num_rows,
-                    def_levels_byte_len,
-                    rep_levels_byte_len,
-                    is_compressed,
-                    statistics,
+                if !is_dictionary(encoding) {
+                    return Ok(page);
                 }
+                (rows, levels)
             }
-        })
+        };
+        let buf = page.buffer();
+        let levels = match levels {
+            Some(levels) => levels,
+            // v1: the definition levels, if any, are a 4-byte length and that many bytes.
+            None if self.levels => {
+                let len = buf
+                    .get(..4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+                    .ok_or_else(|| short_page(buf.len()))?;
+                4 + len
+            }
+            None => 0,
+        };
+        let buf = self.indices(buf, levels, rows)?;
+        Ok(with_body(page, buf, None, None))
     }
 
     /// A data page's body: its first `levels` bytes (the levels) kept, then the keys of the
