@@ -237,20 +237,20 @@ pub(crate) fn parquet_schema(schema: &Schema, options: &WriteOptions) -> Result<
         .get_fields()
         .iter()
         .zip(schema.fields())
-        .map(|(t, f)| adjust(f.data_type(), t, options).map(Arc::new))
+        .map(|(t, f)| adjust(f.data_type(), t, options, None).map(Arc::new))
         .collect::<Result<Vec<_>>>()?;
-    let mut fields = fields;
     let root = Type::group_type_builder(root.name())
-        .with_fields(std::mem::take(&mut fields))
+        .with_fields(fields)
         .build()?;
     Ok(SchemaDescriptor::new(Arc::new(root)))
 }
 
 /// `t`, the crate's Parquet type for a value of Arrow type `dt`, with pyarrow's choices where
 /// the options ask for them: decimals as FIXED_LEN_BYTE_ARRAY, times adjusted to UTC or not,
-/// and list elements under their Arrow names when not compliant.
-fn adjust(dt: &DataType, t: &TypePtr, options: &WriteOptions) -> Result<Type> {
+/// and list elements under their Arrow names when not compliant; named `name` when given.
+fn adjust(dt: &DataType, t: &TypePtr, options: &WriteOptions, name: Option<&str>) -> Result<Type> {
     let info = t.get_basic_info();
+    let name = name.unwrap_or(info.name());
     let id = info.has_id().then(|| info.id());
     if t.is_primitive() {
         let (mut physical, mut length) = (t.get_physical_type(), -1);
@@ -280,7 +280,7 @@ fn adjust(dt: &DataType, t: &TypePtr, options: &WriteOptions) -> Result<Type> {
             }
             _ => {}
         }
-        let mut b = Type::primitive_type_builder(info.name(), physical)
+        let mut b = Type::primitive_type_builder(name, physical)
             .with_repetition(info.repetition())
             .with_logical_type(logical)
             .with_length(length)
@@ -302,10 +302,8 @@ fn adjust(dt: &DataType, t: &TypePtr, options: &WriteOptions) -> Result<Type> {
         (_, Some(element)) if children.len() == 1 && !children[0].is_primitive() => {
             let repeated = &children[0];
             let inner = repeated.get_fields();
-            let mut element_type = adjust(element.data_type(), &inner[0], options)?;
-            if !options.compliant_nested_types {
-                element_type = renamed(&element_type, element.name())?;
-            }
+            let renamed = (!options.compliant_nested_types).then(|| element.name().as_str());
+            let element_type = adjust(element.data_type(), &inner[0], options, renamed)?;
             let group = Type::group_type_builder(repeated.name())
                 .with_repetition(Repetition::REPEATED)
                 .with_fields(vec![Arc::new(element_type)])
@@ -315,29 +313,29 @@ fn adjust(dt: &DataType, t: &TypePtr, options: &WriteOptions) -> Result<Type> {
         (DataType::Struct(fs), _) => children
             .iter()
             .zip(fs.iter())
-            .map(|(c, f)| adjust(f.data_type(), c, options).map(Arc::new))
+            .map(|(c, f)| adjust(f.data_type(), c, options, None).map(Arc::new))
             .collect::<Result<_>>()?,
-        (DataType::Map(entries, _), _) if children.len() == 1 => {
-            let kv = &children[0];
-            let DataType::Struct(kf) = entries.data_type() else {
-                return Ok(t.as_ref().clone());
-            };
-            let inner = kv
-                .get_fields()
-                .iter()
-                .zip(kf.iter())
-                .map(|(c, f)| adjust(f.data_type(), c, options).map(Arc::new))
-                .collect::<Result<Vec<_>>>()?;
-            let group = Type::group_type_builder(kv.name())
-                .with_repetition(kv.get_basic_info().repetition())
-                .with_fields(inner)
-                .build()?;
-            vec![Arc::new(group)]
-        }
-        (DataType::Dictionary(_, v), _) => return adjust(v, t, options),
-        _ => return Ok(t.as_ref().clone()),
+        (DataType::Map(entries, _), _) if children.len() == 1 => match entries.data_type() {
+            DataType::Struct(kf) => {
+                let kv = &children[0];
+                let inner = kv
+                    .get_fields()
+                    .iter()
+                    .zip(kf.iter())
+                    .map(|(c, f)| adjust(f.data_type(), c, options, None).map(Arc::new))
+                    .collect::<Result<Vec<_>>>()?;
+                let group = Type::group_type_builder(kv.name())
+                    .with_repetition(kv.get_basic_info().repetition())
+                    .with_fields(inner)
+                    .build()?;
+                vec![Arc::new(group)]
+            }
+            _ => children.to_vec(),
+        },
+        (DataType::Dictionary(_, v), _) => return adjust(v, t, options, Some(name)),
+        _ => children.to_vec(),
     };
-    let mut b = Type::group_type_builder(info.name())
+    let mut b = Type::group_type_builder(name)
         .with_fields(fields)
         .with_logical_type(info.logical_type_ref().cloned())
         .with_converted_type(info.converted_type())
@@ -346,36 +344,6 @@ fn adjust(dt: &DataType, t: &TypePtr, options: &WriteOptions) -> Result<Type> {
         b = b.with_repetition(info.repetition());
     }
     Ok(b.build()?)
-}
-
-/// `t` under the name `name`.
-fn renamed(t: &Type, name: &str) -> Result<Type> {
-    let info = t.get_basic_info();
-    let id = info.has_id().then(|| info.id());
-    Ok(match t {
-        Type::PrimitiveType {
-            physical_type,
-            type_length,
-            scale,
-            precision,
-            ..
-        } => Type::primitive_type_builder(name, *physical_type)
-            .with_repetition(info.repetition())
-            .with_logical_type(info.logical_type_ref().cloned())
-            .with_converted_type(info.converted_type())
-            .with_length(*type_length)
-            .with_precision(*precision)
-            .with_scale(*scale)
-            .with_id(id)
-            .build()?,
-        Type::GroupType { fields, .. } => Type::group_type_builder(name)
-            .with_repetition(info.repetition())
-            .with_logical_type(info.logical_type_ref().cloned())
-            .with_converted_type(info.converted_type())
-            .with_fields(fields.clone())
-            .with_id(id)
-            .build()?,
-    })
 }
 
 /// The bytes of the shortest two's complement integer that holds every decimal of
