@@ -361,7 +361,8 @@ fn write_all<'py>(
 
 /// Writes `data` (a table, batch, reader, DataFrame or Arrow PyCapsule object) as one Parquet
 /// file. Returns the bytes when `where` is None; otherwise writes to the path or binary file
-/// object and returns None.
+/// object and returns None. Every keyword of `pyarrow.parquet.write_table` is taken, with
+/// pyarrow's meaning (the README lists the few deliberate differences); the main ones:
 ///
 /// `compression` is "zstd" (the default, with pooled contexts; level 1 unless
 /// `compression_level` says otherwise, as in pyarrow), "lz4", "snappy", "gzip", "brotli" or

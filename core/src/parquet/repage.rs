@@ -235,19 +235,20 @@ pub(crate) fn repage(
 /// Writes `page` through `writer` with the CRC32 of its body in its header. The crate's page
 /// writer writes no checksum, so the header it serializes is rewritten before it goes out.
 fn write_with_crc(out: &mut TrackedWrite<Vec<u8>>, page: CompressedPage) -> Result<PageWriteSpec> {
-    let body = page.data().to_vec();
     let mut crc = flate2::Crc::new();
-    crc.update(&body);
+    crc.update(page.data());
     let crc = crc.sum();
-    let mut scratch = TrackedWrite::new(Vec::with_capacity(body.len() + 64));
+    let body_len = page.data().len();
+    let mut scratch = TrackedWrite::new(Vec::with_capacity(body_len + 64));
     let spec = SerializedPageWriter::new(&mut scratch).write_page(page)?;
     let serialized = scratch.into_inner()?;
-    let header_len = serialized.len() - body.len();
-    let header = with_crc(&serialized[..header_len], crc)?;
+    let header_len = serialized.len() - body_len;
+    let (header, body) = serialized.split_at(header_len);
+    let header = with_crc(header, crc)?;
     let grown = header.len() - header_len;
     let start = out.bytes_written() as u64;
     out.write_all(&header)?;
-    out.write_all(&body)?;
+    out.write_all(body)?;
     Ok(PageWriteSpec {
         offset: start,
         bytes_written: (header.len() + body.len()) as u64,
