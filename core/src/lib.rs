@@ -27,6 +27,7 @@ pub mod params;
 pub mod parquet;
 pub mod path_sink;
 pub mod pool;
+pub mod scan;
 pub mod spare;
 
 pub use context::{CompressParams, Compressor, DecompressParams, Decompressor};

@@ -1,0 +1,319 @@
+//! Finding a dataset's files and their partitions. A directory is walked (sorted, as pyarrow
+//! lists it), leaving out names that start with one of the ignored prefixes at any depth, and
+//! without following links to directories (a directory others can write to may hold a link
+//! to anywhere, or to itself); a link to a file is read as the file. Each file's partition
+//! values come from its directories: `key=value` segments (Hive), or the segments in order
+//! (a list of names), values unescaped as pyarrow escapes them and
+//! `__HIVE_DEFAULT_PARTITION__` read as null. Their types are inferred as pyarrow infers
+//! them (int32 where every value is one, else string) unless given.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, StringArray};
+use arrow_cast::{cast_with_options, CastOptions};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+
+use crate::dataset::NULL_PARTITION;
+use crate::error::{path_error, Error, Result};
+
+/// How directories name partitions.
+#[derive(Clone, Debug)]
+pub enum Partitioning {
+    /// No partitions: directories are only where files are.
+    None,
+    /// `key=value` directories; the keys are discovered, or given with their types.
+    Hive { schema: Option<SchemaRef> },
+    /// The first directories below the root hold the values of these fields, in order.
+    Directory { schema: SchemaRef, infer: bool },
+}
+
+/// A file of a dataset: its path and, by partition field, the value its directories give
+/// (None: null), as written.
+#[derive(Clone, Debug)]
+pub struct DatasetFile {
+    pub path: PathBuf,
+    pub size: u64,
+    pub values: Vec<Option<String>>,
+}
+
+/// A dataset's files with their partitions typed: `schema` has a field per partition key, and
+/// each file an array of one value per field.
+#[derive(Clone, Debug)]
+pub struct Discovered {
+    pub files: Vec<DatasetFile>,
+    pub schema: SchemaRef,
+    pub values: Vec<Vec<ArrayRef>>,
+}
+
+/// Every file below `root`, sorted by path, with the names starting with one of `ignore`
+/// left out at every depth below the root.
+pub fn list_files(root: &Path, ignore: &[String]) -> Result<Vec<(PathBuf, u64)>> {
+    let mut out = Vec::new();
+    let mut pending = vec![root.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        let entries = std::fs::read_dir(&dir).map_err(|e| path_error("cannot list", &dir, e))?;
+        for entry in entries {
+            let entry = entry.map_err(|e| path_error("cannot list", &dir, e))?;
+            let name = entry.file_name();
+            let ignored = name.to_str().is_some_and(|n| {
+                ignore
+                    .iter()
+                    .any(|p| !p.is_empty() && n.starts_with(p.as_str()))
+            });
+            if ignored {
+                continue;
+            }
+            let path = entry.path();
+            let kind = entry
+                .file_type()
+                .map_err(|e| path_error("cannot read", &path, e))?;
+            if kind.is_dir() {
+                pending.push(path);
+            } else if kind.is_file() {
+                let size = entry
+                    .metadata()
+                    .map_err(|e| path_error("cannot read", &path, e))?
+                    .len();
+                out.push((path, size));
+            } else if kind.is_symlink() {
+                // A link is read as the file it names, never walked as a directory.
+                match std::fs::metadata(&path) {
+                    Ok(m) if m.is_file() => out.push((path, m.len())),
+                    Ok(_) => {}
+                    Err(e) => return Err(path_error("cannot read", &path, e).into()),
+                }
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// `%XX` escapes decoded, as pyarrow's "uri" segment encoding writes them; a segment that is
+/// not valid UTF-8 once decoded, or holds a malformed escape, is kept as it is.
+pub fn unescape(segment: &str) -> String {
+    if !segment.contains('%') {
+        return segment.to_string();
+    }
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = bytes
+                .get(i + 1..i + 3)
+                .filter(|h| h.iter().all(u8::is_ascii_hexdigit))
+                .and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok());
+            match hex {
+                Some(b) => {
+                    out.push(b);
+                    i += 3;
+                    continue;
+                }
+                None => return segment.to_string(),
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| segment.to_string())
+}
+
+fn value_of(raw: &str) -> Option<String> {
+    (raw != NULL_PARTITION).then(|| unescape(raw))
+}
+
+/// The files' partitions, typed.
+pub fn partitions(
+    files: Vec<(PathBuf, u64)>,
+    base: Option<&Path>,
+    partitioning: &Partitioning,
+) -> Result<Discovered> {
+    let dirs = |path: &Path| -> Vec<String> {
+        let parent = path.parent().unwrap_or(Path::new(""));
+        let rel = base
+            .and_then(|b| parent.strip_prefix(b).ok())
+            .unwrap_or(parent);
+        rel.components()
+            .filter_map(|c| match c {
+                std::path::Component::Normal(s) => s.to_str().map(str::to_string),
+                _ => None,
+            })
+            .collect()
+    };
+    match partitioning {
+        Partitioning::None => {
+            let files = files
+                .into_iter()
+                .map(|(path, size)| DatasetFile {
+                    path,
+                    size,
+                    values: Vec::new(),
+                })
+                .collect::<Vec<_>>();
+            let n = files.len();
+            Ok(Discovered {
+                files,
+                schema: Arc::new(Schema::empty()),
+                values: vec![Vec::new(); n],
+            })
+        }
+        Partitioning::Hive { schema } => {
+            let mut keys: Vec<String> = match schema {
+                Some(s) => s.fields().iter().map(|f| f.name().clone()).collect(),
+                None => Vec::new(),
+            };
+            let mut found = Vec::with_capacity(files.len());
+            for (path, size) in files {
+                let mut pairs: Vec<(String, Option<String>)> = Vec::new();
+                for seg in dirs(&path) {
+                    if let Some((k, v)) = seg.split_once('=') {
+                        let k = unescape(k);
+                        if schema.is_none() && !keys.contains(&k) {
+                            keys.push(k.clone());
+                        }
+                        pairs.push((k, value_of(v)));
+                    }
+                }
+                let values = keys
+                    .iter()
+                    .map(|k| {
+                        pairs
+                            .iter()
+                            .rev()
+                            .find(|(pk, _)| pk == k)
+                            .and_then(|(_, v)| v.clone())
+                    })
+                    .collect();
+                found.push(DatasetFile { path, size, values });
+            }
+            // Files found before a key first appeared have no value for it.
+            for f in &mut found {
+                f.values.resize(keys.len(), None);
+            }
+            let schema = match schema {
+                Some(s) => s.clone(),
+                None => inferred(&keys, &found),
+            };
+            typed(found, schema)
+        }
+        Partitioning::Directory { schema, infer } => {
+            let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
+            let found: Vec<DatasetFile> = files
+                .into_iter()
+                .map(|(path, size)| {
+                    let segs = dirs(&path);
+                    let values = (0..names.len())
+                        .map(|i| segs.get(i).and_then(|s| value_of(s)))
+                        .collect();
+                    DatasetFile { path, size, values }
+                })
+                .collect();
+            let schema = if *infer {
+                inferred(&names, &found)
+            } else {
+                schema.clone()
+            };
+            typed(found, schema)
+        }
+    }
+}
+
+/// pyarrow's inference: int32 where every value of a key is one, else string (a key with no
+/// value but nulls is a string; pyarrow refuses it).
+fn inferred(keys: &[String], files: &[DatasetFile]) -> SchemaRef {
+    let fields: Vec<Field> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let mut seen = files
+                .iter()
+                .filter_map(|f| f.values[i].as_deref())
+                .peekable();
+            let int = seen.peek().is_some() && seen.all(|v| v.parse::<i32>().is_ok());
+            Field::new(k, if int { DataType::Int32 } else { DataType::Utf8 }, true)
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+/// Each file's values as arrays of one value of the schema's types.
+fn typed(files: Vec<DatasetFile>, schema: SchemaRef) -> Result<Discovered> {
+    let options = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let mut values = Vec::with_capacity(files.len());
+    for f in &files {
+        let mut row = Vec::with_capacity(schema.fields().len());
+        for (field, v) in schema.fields().iter().zip(&f.values) {
+            let text: ArrayRef = Arc::new(StringArray::from(vec![v.as_deref()]));
+            let to = field.data_type();
+            let cast_to = match to {
+                DataType::Dictionary(_, v) => v.as_ref(),
+                other => other,
+            };
+            let one = cast_with_options(&text, cast_to, &options).map_err(|e| {
+                Error::Parameter(format!(
+                    "partitioning: the value {:?} of '{}' in {} is not a {to}: {e}",
+                    v.as_deref().unwrap_or("null"),
+                    field.name(),
+                    f.path.display()
+                ))
+            })?;
+            let one = if cast_to != to {
+                arrow_cast::cast(&one, to)?
+            } else {
+                one
+            };
+            row.push(one);
+        }
+        values.push(row);
+    }
+    Ok(Discovered {
+        files,
+        schema,
+        values,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_are_decoded_as_pyarrow_writes_them() {
+        assert_eq!(unescape("a%2Fb%20c"), "a/b c");
+        assert_eq!(unescape("%C3%A9"), "é");
+        assert_eq!(unescape("100%"), "100%");
+        assert_eq!(unescape("%zz"), "%zz");
+        assert_eq!(unescape("%FF"), "%FF");
+        assert_eq!(unescape("plain"), "plain");
+    }
+
+    #[test]
+    fn hive_keys_are_typed_as_pyarrow_types_them() {
+        let files = vec![
+            (PathBuf::from("/d/k=1/s=a%2Fb/f.parquet"), 1),
+            (
+                PathBuf::from("/d/k=__HIVE_DEFAULT_PARTITION__/s=x/f.parquet"),
+                1,
+            ),
+            (PathBuf::from("/d/k=-3/s=3000000000/f.parquet"), 1),
+        ];
+        let found = partitions(
+            files,
+            Some(Path::new("/d")),
+            &Partitioning::Hive { schema: None },
+        )
+        .unwrap();
+        assert_eq!(found.schema.field(0).data_type(), &DataType::Int32);
+        assert_eq!(found.schema.field(1).data_type(), &DataType::Utf8);
+        assert_eq!(
+            found.files[0].values,
+            vec![Some("1".into()), Some("a/b".into())]
+        );
+        assert!(found.values[1][0].is_null(0));
+    }
+}

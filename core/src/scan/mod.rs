@@ -1,0 +1,15 @@
+//! Reading datasets: directories of Parquet or Arrow IPC files, partitioned or not, with
+//! filters. `discover` finds the files and types their partitions; `predicate` is the filter,
+//! evaluated on rows and bounded on what partitions and statistics say; `scanner` prunes,
+//! reads files in parallel and filters.
+
+mod discover;
+mod predicate;
+mod scanner;
+
+pub use discover::{unescape, Partitioning};
+pub use predicate::{CmpOp, ColumnFacts, Outcomes, Predicate};
+pub use scanner::{Dataset, Format, ScanOptions, ScanStream, Sources};
+
+#[cfg(test)]
+mod tests;

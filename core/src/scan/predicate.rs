@@ -1,0 +1,528 @@
+//! Row filters, as pyarrow's `filters` spell them: comparisons of a column with a value, `in`
+//! and `not in` a set of values, null tests, and their conjunctions, disjunctions and
+//! negations. A filter is evaluated exactly on a batch (`evaluate`), and bounded on a set of
+//! rows from what is known of its columns without reading them (`outcomes`): a partition's
+//! value, a row group's statistics.
+//!
+//! The semantics are pyarrow's compute functions', which differ from arrow-rs's kernels in two
+//! places handled here: NaN compares false with everything (arrow-rs orders it above every
+//! number), and `in` is never null (a null row is in the set only when the set holds a null).
+
+use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
+use arrow_array::cast::AsArray;
+use arrow_array::types::{Float16Type, Float32Type, Float64Type};
+use arrow_array::{Array, ArrayRef, BooleanArray, RecordBatch, Scalar};
+use arrow_cast::{cast_with_options, CastOptions};
+use arrow_schema::DataType;
+
+use crate::error::{Error, Result};
+
+/// A comparison of a column with one value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmpOp {
+    Eq,
+    NotEq,
+    Lt,
+    LtEq,
+    Gt,
+    GtEq,
+}
+
+impl CmpOp {
+    /// pyarrow's spellings in `filters`: "=", "==", "!=", "<", "<=", ">", ">=".
+    pub fn from_name(name: &str) -> Option<CmpOp> {
+        Some(match name {
+            "=" | "==" => CmpOp::Eq,
+            "!=" => CmpOp::NotEq,
+            "<" => CmpOp::Lt,
+            "<=" => CmpOp::LtEq,
+            ">" => CmpOp::Gt,
+            ">=" => CmpOp::GtEq,
+            _ => return None,
+        })
+    }
+}
+
+/// A filter on rows.
+#[derive(Clone, Debug)]
+pub enum Predicate {
+    /// `column op value`, `value` an array of one value (a null value matches no row).
+    Compare {
+        column: String,
+        op: CmpOp,
+        value: ArrayRef,
+    },
+    /// `column in values`: true where the row's value is one of `values`, false elsewhere
+    /// (a null row is in the set when the set holds a null).
+    In {
+        column: String,
+        values: ArrayRef,
+    },
+    /// `column is null`.
+    IsNull {
+        column: String,
+    },
+    Not(Box<Predicate>),
+    And(Vec<Predicate>),
+    Or(Vec<Predicate>),
+}
+
+impl Predicate {
+    /// The columns the filter reads, each once, in the order they first appear.
+    pub fn columns(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        self.visit_columns(&mut |c| {
+            if !out.contains(&c) {
+                out.push(c)
+            }
+        });
+        out
+    }
+
+    fn visit_columns<'a>(&'a self, f: &mut impl FnMut(&'a str)) {
+        match self {
+            Predicate::Compare { column, .. }
+            | Predicate::In { column, .. }
+            | Predicate::IsNull { column } => f(column),
+            Predicate::Not(p) => p.visit_columns(f),
+            Predicate::And(ps) | Predicate::Or(ps) => ps.iter().for_each(|p| p.visit_columns(f)),
+        }
+    }
+
+    /// The filter on every row of `batch`: true, false or null (a null keeps no row).
+    pub fn evaluate(&self, batch: &RecordBatch) -> Result<BooleanArray> {
+        match self {
+            Predicate::Compare { column, op, value } => {
+                let col = column_of(batch, column)?;
+                compare(&col, *op, value).map_err(|e| in_filter(column, e))
+            }
+            Predicate::In { column, values } => {
+                let col = column_of(batch, column)?;
+                is_in(&col, values).map_err(|e| in_filter(column, e))
+            }
+            Predicate::IsNull { column } => Ok(is_null(column_of(batch, column)?.as_ref())?),
+            Predicate::Not(p) => Ok(not(&p.evaluate(batch)?)?),
+            Predicate::And(ps) => fold(ps, batch, true, |a, b| Ok(and_kleene(a, b)?)),
+            Predicate::Or(ps) => fold(ps, batch, false, |a, b| Ok(or_kleene(a, b)?)),
+        }
+    }
+
+    /// What the filter can be on a set of rows, from what `known` says of their columns
+    /// (nothing known of a column: anything).
+    pub fn outcomes(&self, known: &dyn Fn(&str) -> Option<ColumnFacts>) -> Outcomes {
+        match self {
+            Predicate::Compare { column, op, value } => match known(column) {
+                Some(facts) => facts.compare(*op, value),
+                None => Outcomes::ANY,
+            },
+            Predicate::In { column, values } => match known(column) {
+                Some(facts) => facts.is_in(values),
+                None => Outcomes::TRUE.or_else(Outcomes::FALSE),
+            },
+            Predicate::IsNull { column } => match known(column) {
+                Some(facts) => {
+                    let mut o = Outcomes::NONE;
+                    if facts.may_be_null() {
+                        o = o.or_else(Outcomes::TRUE);
+                    }
+                    if facts.may_be_valid() {
+                        o = o.or_else(Outcomes::FALSE);
+                    }
+                    o
+                }
+                None => Outcomes::TRUE.or_else(Outcomes::FALSE),
+            },
+            Predicate::Not(p) => p.outcomes(known).negated(),
+            Predicate::And(ps) => ps
+                .iter()
+                .fold(Outcomes::TRUE, |acc, p| acc.and(p.outcomes(known))),
+            Predicate::Or(ps) => ps
+                .iter()
+                .fold(Outcomes::FALSE, |acc, p| acc.or(p.outcomes(known))),
+        }
+    }
+}
+
+fn fold(
+    ps: &[Predicate],
+    batch: &RecordBatch,
+    empty: bool,
+    f: impl Fn(&BooleanArray, &BooleanArray) -> Result<BooleanArray>,
+) -> Result<BooleanArray> {
+    let mut acc: Option<BooleanArray> = None;
+    for p in ps {
+        let next = p.evaluate(batch)?;
+        acc = Some(match acc {
+            None => next,
+            Some(a) => f(&a, &next)?,
+        });
+    }
+    Ok(acc.unwrap_or_else(|| BooleanArray::from(vec![empty; batch.num_rows()])))
+}
+
+fn in_filter(column: &str, e: Error) -> Error {
+    match e {
+        Error::Parameter(m) => Error::Parameter(format!("filter on column '{column}': {m}")),
+        other => other,
+    }
+}
+
+fn column_of(batch: &RecordBatch, column: &str) -> Result<ArrayRef> {
+    batch
+        .column_by_name(column)
+        .cloned()
+        .ok_or_else(|| Error::Parameter(format!("filter: no column named '{column}'")))
+}
+
+/// A dictionary as its values: comparisons are of values, whatever the keys.
+fn values_of(col: &ArrayRef) -> Result<ArrayRef> {
+    match col.data_type() {
+        DataType::Dictionary(_, v) => Ok(arrow_cast::cast(col, v)?),
+        _ => Ok(col.clone()),
+    }
+}
+
+/// `value` as the type of `col`, refused (not turned into a null) when it does not fit.
+fn literal_as(value: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
+    let value = values_of(value)?;
+    if value.data_type() == to {
+        return Ok(value);
+    }
+    let options = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    cast_with_options(&value, to, &options).map_err(|e| {
+        Error::Parameter(format!(
+            "cannot compare a {to} column with the value {} ({}): {e}",
+            display_value(&value),
+            value.data_type()
+        ))
+    })
+}
+
+fn display_value(value: &ArrayRef) -> String {
+    let options = arrow_cast::display::FormatOptions::default().with_null("null");
+    match arrow_cast::display::ArrayFormatter::try_new(value.as_ref(), &options) {
+        Ok(f) if !value.is_empty() => format!("{}", f.value(0)),
+        _ => "?".into(),
+    }
+}
+
+fn is_float(t: &DataType) -> bool {
+    matches!(t, DataType::Float16 | DataType::Float32 | DataType::Float64)
+}
+
+/// Where a float array holds NaN (false at nulls and for any other type).
+fn nan_mask(array: &dyn Array) -> Option<BooleanArray> {
+    let mask = match array.data_type() {
+        DataType::Float16 => {
+            BooleanArray::from_unary(array.as_primitive::<Float16Type>(), |v| v.is_nan())
+        }
+        DataType::Float32 => {
+            BooleanArray::from_unary(array.as_primitive::<Float32Type>(), |v| v.is_nan())
+        }
+        DataType::Float64 => {
+            BooleanArray::from_unary(array.as_primitive::<Float64Type>(), |v| v.is_nan())
+        }
+        _ => return None,
+    };
+    Some(mask)
+}
+
+fn kernel(
+    op: CmpOp,
+    a: &dyn arrow_array::Datum,
+    b: &dyn arrow_array::Datum,
+) -> Result<BooleanArray> {
+    use arrow_ord::cmp;
+    let r = match op {
+        CmpOp::Eq => cmp::eq(a, b),
+        CmpOp::NotEq => cmp::neq(a, b),
+        CmpOp::Lt => cmp::lt(a, b),
+        CmpOp::LtEq => cmp::lt_eq(a, b),
+        CmpOp::Gt => cmp::gt(a, b),
+        CmpOp::GtEq => cmp::gt_eq(a, b),
+    };
+    r.map_err(|e| Error::Parameter(e.to_string()))
+}
+
+/// `col op value` on every row, with IEEE semantics for NaN: false for every comparison but
+/// `!=`, which is true.
+fn compare(col: &ArrayRef, op: CmpOp, value: &ArrayRef) -> Result<BooleanArray> {
+    let col = values_of(col)?;
+    let lit = literal_as(value, col.data_type())?;
+    if lit.len() != 1 {
+        return Err(Error::Parameter(format!(
+            "a comparison takes one value, not {}",
+            lit.len()
+        )));
+    }
+    let result = kernel(op, &col, &Scalar::new(lit.clone()))?;
+    if !is_float(col.data_type()) {
+        return Ok(result);
+    }
+    let lit_nan = nan_mask(lit.as_ref()).is_some_and(|m| m.is_valid(0) && m.value(0));
+    let nan = nan_mask(col.as_ref()).expect("a float column");
+    let nan = if lit_nan {
+        BooleanArray::from(vec![true; col.len()])
+    } else {
+        nan
+    };
+    Ok(match op {
+        CmpOp::NotEq => or_kleene(&result, &nan)?,
+        _ => and_kleene(&result, &not(&nan)?)?,
+    })
+}
+
+/// Whether each row's value is one of `values`: never null.
+fn is_in(col: &ArrayRef, values: &ArrayRef) -> Result<BooleanArray> {
+    let col = values_of(col)?;
+    let values = literal_as(values, col.data_type())?;
+    let mut acc = BooleanArray::from(vec![false; col.len()]);
+    for i in 0..values.len() {
+        let one = values.slice(i, 1);
+        let hit = if one.is_null(0) {
+            is_null(col.as_ref())?
+        } else {
+            compare(&col, CmpOp::Eq, &one)?
+        };
+        acc = or_kleene(&acc, &hit)?;
+    }
+    // A null row compared with a value is null: not in the set, unless a null is.
+    let valid = is_not_null(&acc)?;
+    Ok(arrow_arith::boolean::and(&acc, &valid).map(|a| {
+        let (values, _) = a.into_parts();
+        BooleanArray::new(values, None)
+    })?)
+}
+
+/// The values a filter may take on the rows of a set (a file, a row group): any of true,
+/// false and null. A set whose outcomes lack true holds no row the filter keeps; one whose
+/// only outcome is true holds only such rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Outcomes(u8);
+
+impl Outcomes {
+    pub const NONE: Outcomes = Outcomes(0);
+    pub const TRUE: Outcomes = Outcomes(1);
+    pub const FALSE: Outcomes = Outcomes(2);
+    pub const NULL: Outcomes = Outcomes(4);
+    pub const ANY: Outcomes = Outcomes(7);
+
+    fn has(self, o: Outcomes) -> bool {
+        self.0 & o.0 != 0
+    }
+
+    fn or_else(self, o: Outcomes) -> Outcomes {
+        Outcomes(self.0 | o.0)
+    }
+
+    /// Whether some row may be kept.
+    pub fn may_keep(self) -> bool {
+        self.has(Outcomes::TRUE)
+    }
+
+    /// Whether every row is kept.
+    pub fn keeps_all(self) -> bool {
+        self == Outcomes::TRUE
+    }
+
+    fn each(self) -> impl Iterator<Item = Option<bool>> {
+        [
+            (Outcomes::TRUE, Some(true)),
+            (Outcomes::FALSE, Some(false)),
+            (Outcomes::NULL, None),
+        ]
+        .into_iter()
+        .filter(move |(o, _)| self.has(*o))
+        .map(|(_, v)| v)
+    }
+
+    fn of(v: Option<bool>) -> Outcomes {
+        match v {
+            Some(true) => Outcomes::TRUE,
+            Some(false) => Outcomes::FALSE,
+            None => Outcomes::NULL,
+        }
+    }
+
+    fn combine(
+        self,
+        other: Outcomes,
+        f: impl Fn(Option<bool>, Option<bool>) -> Option<bool>,
+    ) -> Outcomes {
+        let mut out = Outcomes::NONE;
+        for a in self.each() {
+            for b in other.each() {
+                out = out.or_else(Outcomes::of(f(a, b)));
+            }
+        }
+        out
+    }
+
+    /// Kleene's AND, row by row (a bound: rows are not paired).
+    pub fn and(self, other: Outcomes) -> Outcomes {
+        self.combine(other, |a, b| match (a, b) {
+            (Some(false), _) | (_, Some(false)) => Some(false),
+            (Some(true), Some(true)) => Some(true),
+            _ => None,
+        })
+    }
+
+    /// Kleene's OR.
+    pub fn or(self, other: Outcomes) -> Outcomes {
+        self.combine(other, |a, b| match (a, b) {
+            (Some(true), _) | (_, Some(true)) => Some(true),
+            (Some(false), Some(false)) => Some(false),
+            _ => None,
+        })
+    }
+
+    pub fn negated(self) -> Outcomes {
+        let mut out = Outcomes::NONE;
+        for v in self.each() {
+            out = out.or_else(Outcomes::of(v.map(|b| !b)));
+        }
+        out
+    }
+}
+
+/// What is known of a column over a set of rows without reading it: bounds of its values (a
+/// row group's statistics; a partition's one value is both) and how many are null.
+#[derive(Clone, Debug)]
+pub struct ColumnFacts {
+    /// A lower bound of the non-null values (an array of one value), if known.
+    pub min: Option<ArrayRef>,
+    /// An upper bound of the non-null values, if known.
+    pub max: Option<ArrayRef>,
+    /// How many rows are null, if known.
+    pub null_count: Option<u64>,
+    pub rows: u64,
+}
+
+impl ColumnFacts {
+    /// A partition's value: every row holds `value` (an array of one value, maybe null).
+    pub fn constant(value: ArrayRef, rows: u64) -> ColumnFacts {
+        let null = value.is_null(0);
+        ColumnFacts {
+            min: (!null).then(|| value.clone()),
+            max: (!null).then_some(value),
+            null_count: Some(if null { rows } else { 0 }),
+            rows,
+        }
+    }
+
+    fn may_be_null(&self) -> bool {
+        self.null_count.is_none_or(|n| n > 0)
+    }
+
+    fn may_be_valid(&self) -> bool {
+        self.null_count.is_none_or(|n| n < self.rows)
+    }
+
+    /// `bound op value` on one value each, or None when it cannot be told (types that do not
+    /// compare, a value that does not fit the bound's type).
+    fn test(bound: &ArrayRef, op: CmpOp, value: &ArrayRef) -> Option<bool> {
+        let bound = values_of(bound).ok()?;
+        let value = literal_as(value, bound.data_type()).ok()?;
+        let r = kernel(op, &bound, &Scalar::new(value)).ok()?;
+        (r.len() == 1 && r.is_valid(0)).then(|| r.value(0))
+    }
+
+    fn compare(&self, op: CmpOp, value: &ArrayRef) -> Outcomes {
+        let mut out = Outcomes::NONE;
+        if self.may_be_null() || value.is_null(0) {
+            out = out.or_else(Outcomes::NULL);
+        }
+        if !self.may_be_valid() || value.is_null(0) {
+            return out;
+        }
+        let (Some(min), Some(max)) = (&self.min, &self.max) else {
+            return out.or_else(Outcomes::TRUE).or_else(Outcomes::FALSE);
+        };
+        let float = values_of(min).is_ok_and(|m| is_float(m.data_type()));
+        let value_nan = nan_mask(value.as_ref()).is_some_and(|m| m.is_valid(0) && m.value(0));
+        if value_nan {
+            // NaN compares false with everything, and is unequal to everything.
+            return out.or_else(if op == CmpOp::NotEq {
+                Outcomes::TRUE
+            } else {
+                Outcomes::FALSE
+            });
+        }
+        let t = |bound: &ArrayRef, op: CmpOp| Self::test(bound, op, value);
+        // Statistics leave NaN out: a float set may hold NaN, which makes every comparison
+        // false but `!=` (true).
+        let single = t(min, CmpOp::Eq) == Some(true) && t(max, CmpOp::Eq) == Some(true);
+        let (may_true, may_false) = match op {
+            CmpOp::Eq => (
+                t(min, CmpOp::LtEq) != Some(false) && t(max, CmpOp::GtEq) != Some(false),
+                !single || float,
+            ),
+            CmpOp::NotEq => (
+                !single || float,
+                t(min, CmpOp::LtEq) != Some(false) && t(max, CmpOp::GtEq) != Some(false),
+            ),
+            CmpOp::Lt => (
+                t(min, CmpOp::Lt) != Some(false),
+                t(max, CmpOp::GtEq) != Some(false) || float,
+            ),
+            CmpOp::LtEq => (
+                t(min, CmpOp::LtEq) != Some(false),
+                t(max, CmpOp::Gt) != Some(false) || float,
+            ),
+            CmpOp::Gt => (
+                t(max, CmpOp::Gt) != Some(false),
+                t(min, CmpOp::LtEq) != Some(false) || float,
+            ),
+            CmpOp::GtEq => (
+                t(max, CmpOp::GtEq) != Some(false),
+                t(min, CmpOp::Lt) != Some(false) || float,
+            ),
+        };
+        if may_true {
+            out = out.or_else(Outcomes::TRUE);
+        }
+        if may_false {
+            out = out.or_else(Outcomes::FALSE);
+        }
+        out
+    }
+
+    fn is_in(&self, values: &ArrayRef) -> Outcomes {
+        let mut out = Outcomes::NONE;
+        if self.may_be_null() {
+            // A null row is in the set only when the set holds a null.
+            out = out.or_else(if values.null_count() > 0 {
+                Outcomes::TRUE
+            } else {
+                Outcomes::FALSE
+            });
+        }
+        if !self.may_be_valid() {
+            return out;
+        }
+        // A non-null row may be in the set if it may equal one of its values, and may be out
+        // of it unless every non-null row equals one of them.
+        let (mut may_true, mut may_false) = (false, true);
+        for i in (0..values.len()).filter(|&i| values.is_valid(i)) {
+            let eq = self.compare(CmpOp::Eq, &values.slice(i, 1));
+            may_true |= eq.has(Outcomes::TRUE);
+            may_false &= eq.has(Outcomes::FALSE);
+        }
+        if may_true {
+            out = out.or_else(Outcomes::TRUE);
+        }
+        if may_false {
+            out = out.or_else(Outcomes::FALSE);
+        }
+        out
+    }
+}
+
+/// A column of `rows` copies of `value` (an array of one value): a partition column.
+pub fn repeated(value: &ArrayRef, rows: usize) -> Result<ArrayRef> {
+    let indices = arrow_array::UInt32Array::from(vec![0u32; rows]);
+    Ok(arrow_select::take::take(value.as_ref(), &indices, None)?)
+}

@@ -1,0 +1,623 @@
+//! Reading a dataset: its files pruned by their partitions before any is opened, each
+//! Parquet file's row groups pruned by their statistics, the rest read on several threads
+//! (each file on one, every page decompressed with a pooled context), conformed to the
+//! dataset's schema (a column a file lacks reads as nulls), given their partition columns
+//! and filtered exactly.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow_array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
+use arrow_schema::{Field, FieldRef, Schema, SchemaRef};
+use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use parquet::file::metadata::ParquetMetaData;
+
+use super::discover::{list_files, partitions, Discovered, Partitioning};
+use super::predicate::{repeated, ColumnFacts, Outcomes, Predicate};
+use crate::error::{path_error, Error, Result};
+use crate::ipc::decompress::ReadLimits;
+use crate::ipc::reader::FileReader;
+use crate::ipc::source::ReaderSource;
+use crate::parallel::{available_threads, for_each_parallel};
+use crate::parquet::{ParquetFile, ParquetLimits, ParquetSource};
+use crate::pool::ContextPool;
+
+/// The files a dataset reads.
+#[derive(Clone, Debug)]
+pub enum Sources {
+    /// Every file below a directory (but those `ignore_prefixes` leave out).
+    Directory {
+        root: PathBuf,
+        ignore_prefixes: Vec<String>,
+    },
+    /// These files, in this order; Hive partitions are read from their directories.
+    Files(Vec<PathBuf>),
+}
+
+/// The format of a dataset's files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Parquet,
+    /// Arrow IPC files (Feather v2).
+    Ipc,
+}
+
+/// A dataset opened for reading: its files, their partitions, and the schema they read as.
+pub struct Dataset {
+    found: Discovered,
+    format: Format,
+    /// The dataset's schema: the files' columns, then the partition fields they lack.
+    schema: SchemaRef,
+    pool: ContextPool,
+    parquet_limits: ParquetLimits,
+}
+
+/// What a read returns and keeps.
+#[derive(Clone, Debug, Default)]
+pub struct ScanOptions {
+    /// Top-level columns, in the order returned; all by default.
+    pub columns: Option<Vec<String>>,
+    pub filter: Option<Predicate>,
+    /// Threads reading files at once; all the machine's by default.
+    pub threads: Option<usize>,
+}
+
+/// A read resolved against the dataset's schema.
+struct Plan {
+    /// What the read returns.
+    output: SchemaRef,
+    /// What each file is read into before it is filtered: the output's columns and the
+    /// filter's, partition fields included.
+    work: SchemaRef,
+    filter: Option<Predicate>,
+}
+
+impl Dataset {
+    /// Finds the files of `sources` and their partitions, and takes the schema from `schema`
+    /// or from the first file.
+    pub fn open(
+        sources: Sources,
+        format: Format,
+        partitioning: &Partitioning,
+        schema: Option<SchemaRef>,
+        pool: &ContextPool,
+    ) -> Result<Dataset> {
+        let found = match sources {
+            Sources::Directory {
+                root,
+                ignore_prefixes,
+            } => {
+                let files = list_files(&root, &ignore_prefixes)?;
+                partitions(files, Some(&root), partitioning)?
+            }
+            Sources::Files(paths) => {
+                let mut files = Vec::with_capacity(paths.len());
+                for p in paths {
+                    let size = std::fs::metadata(&p)
+                        .map_err(|e| path_error("cannot read", &p, e))?
+                        .len();
+                    files.push((p, size));
+                }
+                partitions(files, None, partitioning)?
+            }
+        };
+        let mut dataset = Dataset {
+            found,
+            format,
+            schema: Arc::new(Schema::empty()),
+            pool: pool.clone(),
+            parquet_limits: ParquetLimits::default(),
+        };
+        let file_schema = match schema {
+            Some(s) => s,
+            None => match dataset.found.files.first() {
+                Some(f) => dataset.file_schema(&f.path.clone())?,
+                None => Arc::new(Schema::empty()),
+            },
+        };
+        let mut fields: Vec<FieldRef> = file_schema.fields().iter().cloned().collect();
+        for f in dataset.found.schema.fields() {
+            if file_schema.index_of(f.name()).is_err() {
+                fields.push(f.clone());
+            }
+        }
+        dataset.schema = Arc::new(Schema::new_with_metadata(
+            fields,
+            file_schema.metadata().clone(),
+        ));
+        Ok(dataset)
+    }
+
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The partition fields, typed.
+    pub fn partition_schema(&self) -> &SchemaRef {
+        &self.found.schema
+    }
+
+    pub fn files(&self) -> impl Iterator<Item = &Path> {
+        self.found.files.iter().map(|f| f.path.as_path())
+    }
+
+    fn file_schema(&self, path: &Path) -> Result<SchemaRef> {
+        match self.format {
+            Format::Parquet => Ok(self.open_parquet(path)?.schema().clone()),
+            Format::Ipc => Ok(self.open_ipc(path)?.schema()),
+        }
+    }
+
+    pub(super) fn open_parquet(&self, path: &Path) -> Result<ParquetFile> {
+        let file = File::open(path).map_err(|e| path_error("cannot read", path, e))?;
+        let source = ParquetSource::file(file).map_err(|e| path_error("cannot read", path, e))?;
+        ParquetFile::open(source, self.parquet_limits, &self.pool, Some(1))
+            .map_err(|e| e.at(path.display()))
+    }
+
+    fn open_ipc(&self, path: &Path) -> Result<FileReader<ReaderSource<File>>> {
+        let file = File::open(path).map_err(|e| path_error("cannot read", path, e))?;
+        FileReader::try_new(
+            ReaderSource::new(file),
+            ReadLimits::default(),
+            &self.pool,
+            Some(1),
+        )
+        .map_err(|e| e.at(path.display()))
+    }
+
+    fn plan(&self, options: &ScanOptions) -> Result<Plan> {
+        let field = |name: &str| -> Result<FieldRef> {
+            self.schema
+                .field_with_name(name)
+                .map(|f| Arc::new(f.clone()))
+                .map_err(|_| {
+                    Error::Parameter(format!(
+                        "column '{name}' is not in the dataset (its columns: {})",
+                        self.schema
+                            .fields()
+                            .iter()
+                            .map(|f| f.name().as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ))
+                })
+        };
+        let output: Vec<FieldRef> = match &options.columns {
+            Some(names) => names.iter().map(|n| field(n)).collect::<Result<_>>()?,
+            None => self.schema.fields().iter().cloned().collect(),
+        };
+        let mut work = output.clone();
+        if let Some(filter) = &options.filter {
+            for name in filter.columns() {
+                let f = field(name).map_err(|e| match e {
+                    Error::Parameter(m) => Error::Parameter(format!("filter: {m}")),
+                    other => other,
+                })?;
+                if !work.iter().any(|w| w.name() == name) {
+                    work.push(f);
+                }
+            }
+        }
+        Ok(Plan {
+            output: Arc::new(Schema::new_with_metadata(
+                output,
+                self.schema.metadata().clone(),
+            )),
+            work: Arc::new(Schema::new(work)),
+            filter: options.filter.clone(),
+        })
+    }
+
+    /// The files a filter may keep rows of, judged by their partitions alone, with what the
+    /// filter can be on each.
+    fn pruned(&self, filter: Option<&Predicate>) -> Vec<(usize, Outcomes)> {
+        (0..self.found.files.len())
+            .filter_map(|i| {
+                let outcomes = match filter {
+                    None => Outcomes::TRUE,
+                    Some(f) => f.outcomes(&|name| self.partition_facts(i, name, 1)),
+                };
+                outcomes.may_keep().then_some((i, outcomes))
+            })
+            .collect()
+    }
+
+    fn partition_facts(&self, file: usize, name: &str, rows: u64) -> Option<ColumnFacts> {
+        let k = self.found.schema.index_of(name).ok()?;
+        Some(ColumnFacts::constant(
+            self.found.values[file][k].clone(),
+            rows,
+        ))
+    }
+
+    /// Every row the options keep, in file order.
+    pub fn read(&self, options: &ScanOptions) -> Result<Vec<RecordBatch>> {
+        let plan = self.plan(options)?;
+        let files = self.pruned(plan.filter.as_ref());
+        let per_file = self.read_files(&plan, &files, options.threads)?;
+        Ok(per_file.into_iter().flatten().collect())
+    }
+
+    fn read_files(
+        &self,
+        plan: &Plan,
+        files: &[(usize, Outcomes)],
+        threads: Option<usize>,
+    ) -> Result<Vec<Vec<RecordBatch>>> {
+        let threads = match threads {
+            Some(0) => {
+                return Err(Error::Parameter(
+                    "threads must be at least 1 (or None for every core)".into(),
+                ))
+            }
+            Some(n) => n,
+            None => available_threads(),
+        }
+        .min(files.len().max(1));
+        // One file alone may spread its columns over threads; several files take one each.
+        let per_file_threads = if files.len() == 1 { None } else { Some(1) };
+        for_each_parallel(
+            files,
+            threads,
+            None,
+            |&(i, _)| self.found.files[i].size as usize,
+            || Ok(()),
+            |_, _, &(i, outcomes)| self.read_file(plan, i, outcomes, per_file_threads),
+        )
+    }
+
+    /// Every row of file `i` the plan keeps.
+    fn read_file(
+        &self,
+        plan: &Plan,
+        i: usize,
+        outcomes: Outcomes,
+        threads: Option<usize>,
+    ) -> Result<Vec<RecordBatch>> {
+        let path = &self.found.files[i].path;
+        let raw = match self.format {
+            Format::Parquet => self.read_parquet(plan, i, threads)?,
+            Format::Ipc => self.read_ipc(plan, i)?,
+        };
+        let mut out = Vec::with_capacity(raw.len());
+        for batch in raw {
+            let batch = self
+                .conform(plan, i, batch)
+                .map_err(|e| e.at(path.display()))?;
+            let batch = match &plan.filter {
+                Some(f) if !outcomes.keeps_all() => {
+                    let keep = f.evaluate(&batch)?;
+                    arrow_select::filter::filter_record_batch(&batch, &keep)?
+                }
+                _ => batch,
+            };
+            if batch.num_rows() == 0 {
+                continue;
+            }
+            let columns = plan
+                .output
+                .fields()
+                .iter()
+                .map(|f| batch.column_by_name(f.name()).expect("planned").clone())
+                .collect();
+            let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+            out.push(RecordBatch::try_new_with_options(
+                plan.output.clone(),
+                columns,
+                &options,
+            )?);
+        }
+        Ok(out)
+    }
+
+    /// The columns of the plan's work schema that file `i` holds, by name.
+    fn file_columns<'a>(&self, plan: &'a Plan, file: &Schema) -> Vec<&'a str> {
+        plan.work
+            .fields()
+            .iter()
+            .map(|f| f.name().as_str())
+            .filter(|n| file.index_of(n).is_ok())
+            .collect()
+    }
+
+    fn read_parquet(
+        &self,
+        plan: &Plan,
+        i: usize,
+        threads: Option<usize>,
+    ) -> Result<Vec<RecordBatch>> {
+        let path = &self.found.files[i].path;
+        let file = self.open_parquet(path)?;
+        let names: Vec<String> = self
+            .file_columns(plan, file.schema())
+            .into_iter()
+            .map(str::to_string)
+            .collect();
+        let groups = match &plan.filter {
+            Some(f) => self.row_groups_kept(f, i, &file)?,
+            None => (0..file.num_row_groups())
+                .map(|g| (g, Outcomes::TRUE))
+                .collect(),
+        };
+        let groups: Vec<usize> = groups.into_iter().map(|(g, _)| g).collect();
+        if groups.is_empty() {
+            return Ok(Vec::new());
+        }
+        let projection = file.projection(Some(&names))?;
+        file.read(&projection, Some(&groups), threads)
+            .map_err(|e| e.at(path.display()))
+    }
+
+    fn read_ipc(&self, plan: &Plan, i: usize) -> Result<Vec<RecordBatch>> {
+        let path = &self.found.files[i].path;
+        let mut reader = self.open_ipc(path)?;
+        let schema = reader.schema();
+        let columns: Vec<usize> = self
+            .file_columns(plan, &schema)
+            .into_iter()
+            .map(|n| schema.index_of(n).expect("present"))
+            .collect();
+        reader.project(columns)?;
+        let mut out = Vec::with_capacity(reader.num_batches());
+        for b in 0..reader.num_batches() {
+            out.push(reader.batch(b).map_err(|e| e.at(path.display()))?);
+        }
+        reader.release();
+        Ok(out)
+    }
+
+    /// The row groups of file `i` whose statistics (and the file's partitions) say the filter
+    /// may keep a row of, with what it can be on each.
+    pub(super) fn row_groups_kept(
+        &self,
+        filter: &Predicate,
+        i: usize,
+        file: &ParquetFile,
+    ) -> Result<Vec<(usize, Outcomes)>> {
+        let metadata = file.metadata();
+        let stats = ColumnStatistics::of(filter, file.schema(), metadata);
+        Ok((0..file.num_row_groups())
+            .filter_map(|g| {
+                let rows = metadata.row_group(g).num_rows().max(0) as u64;
+                let outcomes = filter.outcomes(&|name| {
+                    self.partition_facts(i, name, rows)
+                        .filter(|_| file.schema().index_of(name).is_err())
+                        .or_else(|| stats.facts(name, g, rows))
+                });
+                outcomes.may_keep().then_some((g, outcomes))
+            })
+            .collect())
+    }
+
+    /// A batch of file `i` with the plan's work columns, in the dataset's types: a column the
+    /// file lacks is null, a partition field one the file lacks is the partition's value.
+    fn conform(&self, plan: &Plan, i: usize, batch: RecordBatch) -> Result<RecordBatch> {
+        let rows = batch.num_rows();
+        let mut columns: Vec<ArrayRef> = Vec::with_capacity(plan.work.fields().len());
+        for field in plan.work.fields() {
+            let name = field.name();
+            let column = match batch.column_by_name(name) {
+                Some(c) => c.clone(),
+                None => match self.found.schema.index_of(name) {
+                    Ok(k) => repeated(&self.found.values[i][k], rows)?,
+                    Err(_) => new_null_array(field.data_type(), rows),
+                },
+            };
+            let column = if column.data_type() != field.data_type() {
+                arrow_cast::cast(&column, field.data_type()).map_err(|e| {
+                    Error::Parameter(format!(
+                        "column '{name}' is {} in this file, and cannot be read as the \
+                         dataset's {}: {e}",
+                        column.data_type(),
+                        field.data_type()
+                    ))
+                })?
+            } else {
+                column
+            };
+            columns.push(column);
+        }
+        // A field declared non-nullable that a file lacks reads as nulls all the same.
+        let fields: Vec<Field> = plan
+            .work
+            .fields()
+            .iter()
+            .zip(&columns)
+            .map(|(f, c)| {
+                f.as_ref()
+                    .clone()
+                    .with_nullable(f.is_nullable() || c.null_count() > 0)
+            })
+            .collect();
+        let options = RecordBatchOptions::new().with_row_count(Some(rows));
+        Ok(RecordBatch::try_new_with_options(
+            Arc::new(Schema::new(fields)),
+            columns,
+            &options,
+        )?)
+    }
+
+    /// The rows the filter keeps (all rows without one), from the files' footers where their
+    /// partitions and statistics answer, else by reading the filter's columns.
+    pub fn count_rows(&self, filter: Option<&Predicate>, threads: Option<usize>) -> Result<u64> {
+        let options = ScanOptions {
+            columns: Some(Vec::new()),
+            filter: filter.cloned(),
+            threads,
+        };
+        let plan = self.plan(&options)?;
+        let files = self.pruned(filter);
+        let threads = threads
+            .unwrap_or_else(available_threads)
+            .max(1)
+            .min(files.len().max(1));
+        let counts = for_each_parallel(
+            &files,
+            threads,
+            None,
+            |&(i, _)| self.found.files[i].size as usize,
+            || Ok(()),
+            |_, _, &(i, outcomes)| self.count_file(&plan, i, outcomes),
+        )?;
+        Ok(counts.into_iter().sum())
+    }
+
+    fn count_file(&self, plan: &Plan, i: usize, outcomes: Outcomes) -> Result<u64> {
+        let path = &self.found.files[i].path;
+        match self.format {
+            Format::Ipc => {
+                if outcomes.keeps_all() {
+                    return self.open_ipc(path)?.count_rows();
+                }
+                let batches = self.read_file(plan, i, outcomes, Some(1))?;
+                Ok(batches.iter().map(|b| b.num_rows() as u64).sum())
+            }
+            Format::Parquet => {
+                let file = self.open_parquet(path)?;
+                let Some(filter) = &plan.filter else {
+                    return Ok(file.metadata().file_metadata().num_rows().max(0) as u64);
+                };
+                let groups = self.row_groups_kept(filter, i, &file)?;
+                let mut rows = 0u64;
+                let mut to_read = Vec::new();
+                for (g, o) in groups {
+                    if o.keeps_all() {
+                        rows += file.metadata().row_group(g).num_rows().max(0) as u64;
+                    } else {
+                        to_read.push(g);
+                    }
+                }
+                if !to_read.is_empty() {
+                    let names: Vec<String> = self
+                        .file_columns(plan, file.schema())
+                        .into_iter()
+                        .map(str::to_string)
+                        .collect();
+                    let projection = file.projection(Some(&names))?;
+                    for batch in file.read(&projection, Some(&to_read), Some(1))? {
+                        let batch = self.conform(plan, i, batch)?;
+                        let keep = filter.evaluate(&batch)?;
+                        rows += keep.true_count() as u64;
+                    }
+                }
+                Ok(rows)
+            }
+        }
+    }
+
+    /// The rows the options keep, a few files at a time: at most `readahead` bytes of files
+    /// (or one file, when it is larger) are read ahead of what has been taken.
+    pub fn stream(self: &Arc<Self>, options: &ScanOptions, readahead: usize) -> Result<ScanStream> {
+        let plan = self.plan(options)?;
+        let files = self.pruned(plan.filter.as_ref()).into();
+        Ok(ScanStream {
+            dataset: self.clone(),
+            schema: plan.output.clone(),
+            plan,
+            files,
+            ready: VecDeque::new(),
+            readahead: readahead.max(1),
+            threads: options.threads,
+        })
+    }
+}
+
+/// A dataset's batches, read a window of files at a time.
+pub struct ScanStream {
+    dataset: Arc<Dataset>,
+    plan: Plan,
+    schema: SchemaRef,
+    files: VecDeque<(usize, Outcomes)>,
+    ready: VecDeque<RecordBatch>,
+    readahead: usize,
+    threads: Option<usize>,
+}
+
+impl ScanStream {
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// The next batch; None at the end.
+    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        while self.ready.is_empty() {
+            if self.files.is_empty() {
+                return Ok(None);
+            }
+            let mut window = Vec::new();
+            let mut bytes = 0usize;
+            while let Some(&(i, o)) = self.files.front() {
+                let size = self.dataset.found.files[i].size as usize;
+                if !window.is_empty() && bytes.saturating_add(size) > self.readahead {
+                    break;
+                }
+                bytes = bytes.saturating_add(size);
+                window.push((i, o));
+                self.files.pop_front();
+            }
+            let read = self.dataset.read_files(&self.plan, &window, self.threads);
+            match read {
+                Ok(per_file) => self.ready.extend(per_file.into_iter().flatten()),
+                Err(e) => {
+                    self.files.clear();
+                    return Err(e);
+                }
+            }
+        }
+        Ok(self.ready.pop_front())
+    }
+}
+
+/// The statistics of the filter's columns, for every row group of a file: arrays of minima,
+/// maxima and null counts by row group, read from the footer by the parquet crate.
+struct ColumnStatistics {
+    columns: Vec<(
+        String,
+        Option<(ArrayRef, ArrayRef, Option<arrow_array::UInt64Array>)>,
+    )>,
+}
+
+impl ColumnStatistics {
+    fn of(filter: &Predicate, schema: &SchemaRef, metadata: &Arc<ParquetMetaData>) -> Self {
+        let descr = metadata.file_metadata().schema_descr();
+        let groups = metadata.row_groups();
+        let columns = filter
+            .columns()
+            .into_iter()
+            .map(|name| {
+                // A null count the footer lacks is unknown, not zero: `is null` must not prune.
+                let stats = StatisticsConverter::try_new(name, schema, descr)
+                    .ok()
+                    .map(|c| c.with_missing_null_counts_as_zero(false))
+                    .filter(|c| c.parquet_column_index().is_some())
+                    .and_then(|c| {
+                        let mins = c.row_group_mins(groups.iter()).ok()?;
+                        let maxes = c.row_group_maxes(groups.iter()).ok()?;
+                        let nulls = c.row_group_null_counts(groups.iter()).ok();
+                        Some((mins, maxes, nulls))
+                    });
+                (name.to_string(), stats)
+            })
+            .collect();
+        ColumnStatistics { columns }
+    }
+
+    fn facts(&self, name: &str, group: usize, rows: u64) -> Option<ColumnFacts> {
+        let (_, stats) = self.columns.iter().find(|(n, _)| n == name)?;
+        let (mins, maxes, nulls) = stats.as_ref()?;
+        let bound =
+            |a: &ArrayRef| (group < a.len() && a.is_valid(group)).then(|| a.slice(group, 1));
+        Some(ColumnFacts {
+            min: bound(mins),
+            max: bound(maxes),
+            null_count: nulls
+                .as_ref()
+                .filter(|n| group < n.len() && n.is_valid(group))
+                .map(|n| n.value(group)),
+            rows,
+        })
+    }
+}
