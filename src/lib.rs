@@ -6,6 +6,7 @@ mod buffer;
 mod bytes_output;
 mod codec;
 mod dataset;
+mod dataset_reader;
 mod dict;
 mod errors;
 mod export;
@@ -77,6 +78,8 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parquet_reader::read_table, m)?)?;
     m.add_function(wrap_pyfunction!(parquet_reader::read_schema, m)?)?;
     m.add_function(wrap_pyfunction!(dataset::write_dataset, m)?)?;
+    m.add_class::<dataset_reader::PyDatasetScanner>()?;
+    m.add_class::<dataset_reader::PyDatasetBatches>()?;
     m.add_function(wrap_pyfunction!(dataset::_check_dataset_options, m)?)?;
     Ok(())
 }

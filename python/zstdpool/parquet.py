@@ -4,7 +4,9 @@ The names follow ``pyarrow.parquet`` so that switching costs a changed import:
 
 - ``write_table(data, where=None)`` writes in one call and returns bytes when ``where`` is
   None; ``ParquetWriter(where, schema)`` writes a file batch by batch.
-- ``read_table(source, columns=None)`` returns a ``pyarrow.Table``; ``ParquetFile(source)``
+- ``read_table(source, columns=None, filters=None)`` returns a ``pyarrow.Table`` of a file, a
+  directory (Hive partitions by default) or a list of files, filtered as pyarrow's
+  ``filters`` say (``zstdpool.dataset`` does the reading); ``ParquetFile(source)``
   gives the schema, the footer's metadata, row groups one by one and ``iter_batches``;
   ``read_schema(source)`` reads the schema alone; ``write_to_dataset(table, root_path,
 partition_cols=[...])`` is pyarrow's helper of that name, on ``zstdpool.dataset.write_dataset``.
@@ -24,20 +26,22 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
+from zstdpool import _filters
 from zstdpool._zstdpool import (
     ParquetBatches,
     ParquetFile,
     ParquetWriter,
     read_schema,
-    read_table,
     write_dataset,
     write_table,
 )
+from zstdpool._zstdpool import read_table as _read_file
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from zstdpool._zstdpool import ParquetWriteOptions
+    from zstdpool._zstdpool import ContextPool, ParquetWriteOptions
 
 # Keywords of write_to_dataset that go to write_dataset; the rest are the Parquet writer's.
 _DATASET_KEYWORDS = ("max_open_files", "max_rows_per_file", "max_pending_bytes", "fsync", "pool")
@@ -128,10 +132,113 @@ def write_to_dataset(
             file_visitor(WrittenFile(str(f["path"]), metadata, f["size"]))
 
 
+def _is_dataset_source(source: Any) -> bool:
+    """Whether ``source`` names a directory or a list of files (what the dataset reader
+    reads), rather than one file, bytes or a file object."""
+    if isinstance(source, (str, os.PathLike)):
+        return os.path.isdir(source)
+    return isinstance(source, (list, tuple))
+
+
+def _with_pandas_index(source_schema: pa.Schema, columns: list[str]) -> list[str]:
+    """``columns`` and the pandas index columns the schema's metadata names (what
+    ``use_pandas_metadata=True`` adds in pyarrow)."""
+    import json
+
+    meta = (source_schema.metadata or {}).get(b"pandas")
+    if meta is None:
+        return columns
+    index = [c for c in json.loads(meta).get("index_columns", []) if isinstance(c, str)]
+    return columns + [c for c in index if c not in columns and c in source_schema.names]
+
+
+def read_table(
+    source: Any,
+    *,
+    columns: Sequence[str] | None = None,
+    use_threads: bool = True,
+    schema: pa.Schema | None = None,
+    use_pandas_metadata: bool = False,
+    partitioning: Any = "hive",
+    filesystem: Any = None,
+    filters: Any = None,
+    ignore_prefixes: Sequence[str] | None = None,
+    row_groups: Sequence[int] | None = None,
+    threads: int | None = None,
+    max_page_size: int | None = None,
+    pool: ContextPool | None = None,
+) -> pa.Table:
+    """pyarrow's ``read_table``: ``source`` is a file (a path, bytes-like, or a seekable
+    binary file object), a directory, or a list of files, read into one ``pyarrow.Table``.
+
+    A directory or a list is read as a dataset (``zstdpool.dataset``): Hive partitions by
+    default (``partitioning``: "hive", a list of names, a pyarrow Partitioning, or None),
+    typed as pyarrow types them (dictionaries of int32 or string), names starting with
+    ``ignore_prefixes`` (".", "_") left out, ``schema`` or the first file's. ``filters``
+    (pyarrow's list forms or an Expression) prune partitions and row groups and keep the rows
+    they match. ``columns`` are top-level names (or, for one file, dotted paths into nested
+    columns); ``use_pandas_metadata`` adds the pandas index columns to them. Files are read on
+    several threads (``threads``; one with ``use_threads=False``), zstd pages decompressed
+    with pooled contexts. ``row_groups`` and ``max_page_size`` apply to a single file.
+    """
+    if filesystem is not None:
+        raise NotImplementedError(
+            f"filesystem: read_table reads local paths for now, not through a "
+            f"'{type(filesystem).__name__}'; pass source as a local path"
+        )
+    n = threads if threads is not None else (None if use_threads else 1)
+    cols = list(columns) if columns is not None else None
+    if _is_dataset_source(source) or (
+        filters is not None and isinstance(source, (str, os.PathLike)) and row_groups is None
+    ):
+        from zstdpool.dataset import _open
+
+        single = not _is_dataset_source(source)
+        ds = _open(
+            source,
+            "parquet",
+            None if single else partitioning,
+            schema,
+            None,
+            (".", "_") if ignore_prefixes is None else ignore_prefixes,
+            pool,
+            infer_dictionary=True,
+        )
+        if cols is not None and use_pandas_metadata:
+            cols = _with_pandas_index(ds.schema, cols)
+        return ds.to_table(cols, filters, threads=n)
+    if cols is not None and use_pandas_metadata:
+        cols = _with_pandas_index(read_schema(source), cols)
+        if hasattr(source, "seek"):
+            source.seek(0)
+    expression = _filters.to_expression(filters)
+    table = _read_file(
+        source,
+        columns=cols if expression is None else None,
+        row_groups=list(row_groups) if row_groups is not None else None,
+        threads=n,
+        max_page_size=max_page_size,
+        pool=pool,
+    )
+    if schema is not None:
+        table = table.cast(schema)
+    if expression is None:
+        return table
+    table = table.filter(expression)
+    return table if cols is None else table.select(cols)
+
+
+def read_pandas(source: Any, *, columns: Sequence[str] | None = None, **kwargs: Any) -> pa.Table:
+    """pyarrow's ``read_pandas``: ``read_table`` with the pandas index columns the file's
+    metadata names read too, so that ``to_pandas()`` restores the index."""
+    return read_table(source, columns=columns, use_pandas_metadata=True, **kwargs)
+
+
 __all__ = [
     "ParquetBatches",
     "ParquetFile",
     "ParquetWriter",
+    "read_pandas",
     "read_schema",
     "read_table",
     "write_table",

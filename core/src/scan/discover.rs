@@ -23,9 +23,19 @@ pub enum Partitioning {
     /// No partitions: directories are only where files are.
     None,
     /// `key=value` directories; the keys are discovered, or given with their types.
-    Hive { schema: Option<SchemaRef> },
-    /// The first directories below the root hold the values of these fields, in order.
-    Directory { schema: SchemaRef, infer: bool },
+    /// Inferred types are dictionaries of them with `dictionary` (as `pyarrow.parquet`
+    /// infers them).
+    Hive {
+        schema: Option<SchemaRef>,
+        dictionary: bool,
+    },
+    /// The first directories below the root hold the values of these fields, in order; their
+    /// types are inferred with `infer`, as for Hive.
+    Directory {
+        schema: SchemaRef,
+        infer: bool,
+        dictionary: bool,
+    },
 }
 
 /// A file of a dataset: its path and, by partition field, the value its directories give
@@ -159,7 +169,7 @@ pub fn partitions(
                 values: vec![Vec::new(); n],
             })
         }
-        Partitioning::Hive { schema } => {
+        Partitioning::Hive { schema, dictionary } => {
             let mut keys: Vec<String> = match schema {
                 Some(s) => s.fields().iter().map(|f| f.name().clone()).collect(),
                 None => Vec::new(),
@@ -194,11 +204,15 @@ pub fn partitions(
             }
             let schema = match schema {
                 Some(s) => s.clone(),
-                None => inferred(&keys, &found),
+                None => inferred(&keys, &found, *dictionary),
             };
             typed(found, schema)
         }
-        Partitioning::Directory { schema, infer } => {
+        Partitioning::Directory {
+            schema,
+            infer,
+            dictionary,
+        } => {
             let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
             let found: Vec<DatasetFile> = files
                 .into_iter()
@@ -211,7 +225,7 @@ pub fn partitions(
                 })
                 .collect();
             let schema = if *infer {
-                inferred(&names, &found)
+                inferred(&names, &found, *dictionary)
             } else {
                 schema.clone()
             };
@@ -221,8 +235,9 @@ pub fn partitions(
 }
 
 /// pyarrow's inference: int32 where every value of a key is one, else string (a key with no
-/// value but nulls is a string; pyarrow refuses it).
-fn inferred(keys: &[String], files: &[DatasetFile]) -> SchemaRef {
+/// value but nulls is a string; pyarrow refuses it); with `dictionary`, a dictionary of that
+/// type with int32 keys.
+fn inferred(keys: &[String], files: &[DatasetFile], dictionary: bool) -> SchemaRef {
     let fields: Vec<Field> = keys
         .iter()
         .enumerate()
@@ -232,45 +247,83 @@ fn inferred(keys: &[String], files: &[DatasetFile]) -> SchemaRef {
                 .filter_map(|f| f.values[i].as_deref())
                 .peekable();
             let int = seen.peek().is_some() && seen.all(|v| v.parse::<i32>().is_ok());
-            Field::new(k, if int { DataType::Int32 } else { DataType::Utf8 }, true)
+            let t = if int { DataType::Int32 } else { DataType::Utf8 };
+            let t = match dictionary {
+                true => DataType::Dictionary(Box::new(DataType::Int32), Box::new(t)),
+                false => t,
+            };
+            Field::new(k, t, true)
         })
         .collect();
     Arc::new(Schema::new(fields))
 }
 
-/// Each file's values as arrays of one value of the schema's types.
+/// Each file's values as arrays of one value of the schema's types. A dictionary field's
+/// dictionary holds every value of the key, in the order the files are listed, as pyarrow's
+/// does: a column read from several files shares one dictionary.
 fn typed(files: Vec<DatasetFile>, schema: SchemaRef) -> Result<Discovered> {
     let options = CastOptions {
         safe: false,
         ..Default::default()
     };
-    let mut values = Vec::with_capacity(files.len());
-    for f in &files {
-        let mut row = Vec::with_capacity(schema.fields().len());
-        for (field, v) in schema.fields().iter().zip(&f.values) {
-            let text: ArrayRef = Arc::new(StringArray::from(vec![v.as_deref()]));
-            let to = field.data_type();
-            let cast_to = match to {
-                DataType::Dictionary(_, v) => v.as_ref(),
-                other => other,
-            };
-            let one = cast_with_options(&text, cast_to, &options).map_err(|e| {
-                Error::Parameter(format!(
-                    "partitioning: the value {:?} of '{}' in {} is not a {to}: {e}",
-                    v.as_deref().unwrap_or("null"),
-                    field.name(),
-                    f.path.display()
-                ))
+    let fail = |field: &Field, v: Option<&str>, path: &Path, e: arrow_schema::ArrowError| {
+        Error::Parameter(format!(
+            "partitioning: the value {:?} of '{}' in {} is not a {}: {e}",
+            v.unwrap_or("null"),
+            field.name(),
+            path.display(),
+            field.data_type()
+        ))
+    };
+    let mut columns: Vec<Vec<ArrayRef>> = Vec::with_capacity(schema.fields().len());
+    for (k, field) in schema.fields().iter().enumerate() {
+        let to = field.data_type();
+        let mut column = Vec::with_capacity(files.len());
+        if let DataType::Dictionary(_, value_type) = to {
+            let mut distinct: Vec<&str> = Vec::new();
+            for f in &files {
+                if let Some(v) = f.values[k].as_deref() {
+                    if !distinct.contains(&v) {
+                        distinct.push(v);
+                    }
+                }
+            }
+            let text: ArrayRef = Arc::new(StringArray::from(distinct.clone()));
+            let dictionary = cast_with_options(&text, value_type, &options).map_err(|e| {
+                let path = files.first().map_or(Path::new(""), |f| f.path.as_path());
+                fail(field, None, path, e)
             })?;
-            let one = if cast_to != to {
-                arrow_cast::cast(&one, to)?
-            } else {
-                one
-            };
-            row.push(one);
+            for f in &files {
+                let key = f.values[k]
+                    .as_deref()
+                    .and_then(|v| distinct.iter().position(|d| *d == v))
+                    .map(|i| i as i32);
+                let keys = arrow_array::Int32Array::from(vec![key]);
+                let one: ArrayRef = Arc::new(arrow_array::Int32DictionaryArray::try_new(
+                    keys,
+                    dictionary.clone(),
+                )?);
+                column.push(if one.data_type() == to {
+                    one
+                } else {
+                    arrow_cast::cast(&one, to)?
+                });
+            }
+        } else {
+            for f in &files {
+                let v = f.values[k].as_deref();
+                let text: ArrayRef = Arc::new(StringArray::from(vec![v]));
+                column.push(
+                    cast_with_options(&text, to, &options)
+                        .map_err(|e| fail(field, v, &f.path, e))?,
+                );
+            }
         }
-        values.push(row);
+        columns.push(column);
     }
+    let values = (0..files.len())
+        .map(|i| columns.iter().map(|c| c[i].clone()).collect())
+        .collect();
     Ok(Discovered {
         files,
         schema,

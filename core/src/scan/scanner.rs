@@ -62,6 +62,9 @@ pub struct ScanOptions {
     pub filter: Option<Predicate>,
     /// Threads reading files at once; all the machine's by default.
     pub threads: Option<usize>,
+    /// The files to read, by index (what a filter the scanner cannot bound, such as a pyarrow
+    /// expression, leaves after the bindings pruned by it); all by default.
+    pub files: Option<Vec<usize>>,
 }
 
 /// A read resolved against the dataset's schema.
@@ -72,6 +75,7 @@ struct Plan {
     /// filter's, partition fields included.
     work: SchemaRef,
     filter: Option<Predicate>,
+    files: Option<Vec<usize>>,
 }
 
 impl Dataset {
@@ -137,6 +141,33 @@ impl Dataset {
     /// The partition fields, typed.
     pub fn partition_schema(&self) -> &SchemaRef {
         &self.found.schema
+    }
+
+    /// Each file's partition values: a row per file, a column per partition field.
+    pub fn partition_table(&self) -> Result<RecordBatch> {
+        let columns = (0..self.found.schema.fields().len())
+            .map(|k| {
+                let values: Vec<&dyn Array> =
+                    self.found.values.iter().map(|v| v[k].as_ref()).collect();
+                match values.is_empty() {
+                    true => Ok(arrow_array::new_empty_array(
+                        self.found.schema.field(k).data_type(),
+                    )),
+                    false => Ok(arrow_select::concat::concat(&values)?),
+                }
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let options = RecordBatchOptions::new().with_row_count(Some(self.found.files.len()));
+        Ok(RecordBatch::try_new_with_options(
+            self.found.schema.clone(),
+            columns,
+            &options,
+        )?)
+    }
+
+    /// The schema a read with `options` returns.
+    pub fn output_schema(&self, options: &ScanOptions) -> Result<SchemaRef> {
+        Ok(self.plan(options)?.output)
     }
 
     pub fn files(&self) -> impl Iterator<Item = &Path> {
@@ -208,14 +239,36 @@ impl Dataset {
             )),
             work: Arc::new(Schema::new(work)),
             filter: options.filter.clone(),
+            files: match &options.files {
+                Some(files) => {
+                    let n = self.found.files.len();
+                    if let Some(bad) = files.iter().find(|&&i| i >= n) {
+                        return Err(Error::Parameter(format!(
+                            "file index {bad} is out of range: the dataset has {n} files"
+                        )));
+                    }
+                    Some(files.clone())
+                }
+                None => None,
+            },
         })
     }
 
     /// The files a filter may keep rows of, judged by their partitions alone, with what the
     /// filter can be on each.
-    fn pruned(&self, filter: Option<&Predicate>) -> Vec<(usize, Outcomes)> {
-        (0..self.found.files.len())
-            .filter_map(|i| {
+    fn pruned(&self, plan: &Plan) -> Vec<(usize, Outcomes)> {
+        let all: Vec<usize>;
+        let files = match &plan.files {
+            Some(f) => f,
+            None => {
+                all = (0..self.found.files.len()).collect();
+                &all
+            }
+        };
+        let filter = plan.filter.as_ref();
+        files
+            .iter()
+            .filter_map(|&i| {
                 let outcomes = match filter {
                     None => Outcomes::TRUE,
                     Some(f) => f.outcomes(&|name| self.partition_facts(i, name, 1)),
@@ -236,7 +289,7 @@ impl Dataset {
     /// Every row the options keep, in file order.
     pub fn read(&self, options: &ScanOptions) -> Result<Vec<RecordBatch>> {
         let plan = self.plan(options)?;
-        let files = self.pruned(plan.filter.as_ref());
+        let files = self.pruned(&plan);
         let per_file = self.read_files(&plan, &files, options.threads)?;
         Ok(per_file.into_iter().flatten().collect())
     }
@@ -442,14 +495,14 @@ impl Dataset {
 
     /// The rows the filter keeps (all rows without one), from the files' footers where their
     /// partitions and statistics answer, else by reading the filter's columns.
-    pub fn count_rows(&self, filter: Option<&Predicate>, threads: Option<usize>) -> Result<u64> {
+    pub fn count_rows(&self, options: &ScanOptions) -> Result<u64> {
+        let threads = options.threads;
         let options = ScanOptions {
             columns: Some(Vec::new()),
-            filter: filter.cloned(),
-            threads,
+            ..options.clone()
         };
         let plan = self.plan(&options)?;
-        let files = self.pruned(filter);
+        let files = self.pruned(&plan);
         let threads = threads
             .unwrap_or_else(available_threads)
             .max(1)
@@ -512,7 +565,7 @@ impl Dataset {
     /// (or one file, when it is larger) are read ahead of what has been taken.
     pub fn stream(self: &Arc<Self>, options: &ScanOptions, readahead: usize) -> Result<ScanStream> {
         let plan = self.plan(options)?;
-        let files = self.pruned(plan.filter.as_ref()).into();
+        let files = self.pruned(&plan).into();
         Ok(ScanStream {
             dataset: self.clone(),
             schema: plan.output.clone(),
@@ -574,10 +627,15 @@ impl ScanStream {
 /// The statistics of the filter's columns, for every row group of a file: arrays of minima,
 /// maxima and null counts by row group, read from the footer by the parquet crate.
 struct ColumnStatistics {
-    columns: Vec<(
-        String,
-        Option<(ArrayRef, ArrayRef, Option<arrow_array::UInt64Array>)>,
-    )>,
+    /// By column name: minima and maxima by row group, and null counts where the footer
+    /// has them; None where the crate cannot read the column's statistics.
+    columns: Vec<(String, Option<GroupStatistics>)>,
+}
+
+struct GroupStatistics {
+    mins: ArrayRef,
+    maxes: ArrayRef,
+    nulls: Option<arrow_array::UInt64Array>,
 }
 
 impl ColumnStatistics {
@@ -597,7 +655,7 @@ impl ColumnStatistics {
                         let mins = c.row_group_mins(groups.iter()).ok()?;
                         let maxes = c.row_group_maxes(groups.iter()).ok()?;
                         let nulls = c.row_group_null_counts(groups.iter()).ok();
-                        Some((mins, maxes, nulls))
+                        Some(GroupStatistics { mins, maxes, nulls })
                     });
                 (name.to_string(), stats)
             })
@@ -607,7 +665,7 @@ impl ColumnStatistics {
 
     fn facts(&self, name: &str, group: usize, rows: u64) -> Option<ColumnFacts> {
         let (_, stats) = self.columns.iter().find(|(n, _)| n == name)?;
-        let (mins, maxes, nulls) = stats.as_ref()?;
+        let GroupStatistics { mins, maxes, nulls } = stats.as_ref()?;
         let bound =
             |a: &ArrayRef| (group < a.len() && a.is_valid(group)).then(|| a.slice(group, 1));
         Some(ColumnFacts {

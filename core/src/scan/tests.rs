@@ -50,7 +50,10 @@ fn open(root: &Path) -> Dataset {
             ignore_prefixes: vec![".".into(), "_".into()],
         },
         Format::Parquet,
-        &Partitioning::Hive { schema: None },
+        &Partitioning::Hive {
+            schema: None,
+            dictionary: false,
+        },
         None,
         &pool(),
     )
@@ -79,6 +82,14 @@ fn cmp(column: &str, op: CmpOp, value: impl arrow_array::Array + 'static) -> Pre
     }
 }
 
+fn with(filter: &Predicate, threads: Option<usize>) -> ScanOptions {
+    ScanOptions {
+        filter: Some(filter.clone()),
+        threads,
+        ..Default::default()
+    }
+}
+
 #[test]
 fn partitions_are_read_typed_and_pruned_before_a_file_is_opened() {
     let root = tempdir("hive");
@@ -102,7 +113,7 @@ fn partitions_are_read_typed_and_pruned_before_a_file_is_opened() {
     assert_eq!(ids(&batches), (0..60).collect::<Vec<_>>());
     let k = batches[0].column_by_name("k").unwrap();
     assert_eq!(k.as_any().downcast_ref::<Int32Array>().unwrap().value(0), 1);
-    assert_eq!(ds.count_rows(Some(&filter), None).unwrap(), 60);
+    assert_eq!(ds.count_rows(&with(&filter, None)).unwrap(), 60);
 
     let err = ds.read(&ScanOptions::default()).unwrap_err().to_string();
     assert!(err.contains("k=3/part-0.parquet"), "{err}");
@@ -132,26 +143,26 @@ fn row_groups_are_pruned_by_their_statistics_and_rows_filtered_exactly() {
     let batches = ds.read(&options).unwrap();
     assert_eq!(ids(&batches), (42..57).collect::<Vec<_>>());
     assert_eq!(batches[0].schema().field(0).name(), "tag");
-    assert_eq!(ds.count_rows(Some(&filter), Some(1)).unwrap(), 15);
+    assert_eq!(ds.count_rows(&with(&filter, Some(1))).unwrap(), 15);
 
     // Whole row groups inside the range are counted from the footer.
     let wide = cmp("id", CmpOp::Lt, Int64Array::from(vec![30]));
     let kept = ds.row_groups_kept(&wide, 0, &file).unwrap();
     assert_eq!(kept.len(), 3);
     assert!(kept.iter().all(|(_, o)| o.keeps_all()));
-    assert_eq!(ds.count_rows(Some(&wide), None).unwrap(), 30);
+    assert_eq!(ds.count_rows(&with(&wide, None)).unwrap(), 30);
 
     // Nulls: `is null` is never pruned by a count the footer holds as zero where it is not.
     let nulls = Predicate::IsNull {
         column: "tag".into(),
     };
-    assert_eq!(ds.count_rows(Some(&nulls), None).unwrap(), 34);
+    assert_eq!(ds.count_rows(&with(&nulls, None)).unwrap(), 34);
     let not_in = Predicate::Not(Box::new(Predicate::In {
         column: "tag".into(),
         values: Arc::new(StringArray::from(vec!["t0"])),
     }));
     // "not in" keeps nulls, as pyarrow's does (is_in is false at a null).
-    assert_eq!(ds.count_rows(Some(&not_in), None).unwrap(), 34 + 33);
+    assert_eq!(ds.count_rows(&with(&not_in, None)).unwrap(), 34 + 33);
     std::fs::remove_dir_all(&root).unwrap();
 }
 

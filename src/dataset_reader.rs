@@ -1,0 +1,312 @@
+//! `zstdpool.dataset`'s reader: the compiled half of `zstdpool.dataset.Dataset`. The Python
+//! half turns pyarrow's spellings (a `Partitioning`, `filters` in their list forms, an
+//! `Expression`) into what this takes: a source, a partitioning by name and schema, and a
+//! filter as nested tuples.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::SchemaRef;
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyList, PyTuple};
+use pyo3_arrow::{PyArray, PySchema};
+
+use crate::errors;
+use crate::errors::Format;
+use crate::errors::OrRaise as _;
+use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
+use crate::held::Held;
+use crate::input::schema_of;
+use crate::io::{as_path, unwrap_py_error_in};
+use crate::pool::{pool_or_default, PyContextPool};
+use zstdpool_core::error::{Error, Result};
+use zstdpool_core::params;
+use zstdpool_core::scan::{
+    CmpOp, Dataset, Format as FileFormat, Partitioning, Predicate, ScanOptions, ScanStream, Sources,
+};
+
+fn failed(err: Error) -> PyErr {
+    unwrap_py_error_in(Format::Parquet, err)
+}
+
+/// One value or several, as an Arrow array (anything with `__arrow_c_array__`).
+fn array_of(obj: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
+    Ok(obj.extract::<PyArray>()?.into_inner().0)
+}
+
+/// A filter in the bindings' form: `("cmp", column, op, value)`, `("in", column, values)`,
+/// `("is_null", column)`, `("not", f)`, `("and", [f, ...])`, `("or", [f, ...])`, each value
+/// an Arrow array.
+fn predicate(obj: &Bound<'_, PyAny>) -> PyResult<Predicate> {
+    let t = obj.cast::<PyTuple>().map_err(|_| {
+        errors::wrong_type(format!(
+            "filter: expected a tuple of the filter's form, not '{}'",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default()
+        ))
+    })?;
+    let kind: String = t.get_item(0)?.extract()?;
+    let list = |i: usize| -> PyResult<Vec<Predicate>> {
+        t.get_item(i)?.try_iter()?.map(|p| predicate(&p?)).collect()
+    };
+    Ok(match kind.as_str() {
+        "cmp" => {
+            let op: String = t.get_item(2)?.extract()?;
+            let op = CmpOp::from_name(&op).ok_or_else(|| {
+                errors::parameter(format!(
+                    "filter: unknown operator {op:?} (expected one of =, ==, !=, <, <=, >, >=, \
+                     in, not in)"
+                ))
+            })?;
+            Predicate::Compare {
+                column: t.get_item(1)?.extract()?,
+                op,
+                value: array_of(&t.get_item(3)?)?,
+            }
+        }
+        "in" => Predicate::In {
+            column: t.get_item(1)?.extract()?,
+            values: array_of(&t.get_item(2)?)?,
+        },
+        "is_null" => Predicate::IsNull {
+            column: t.get_item(1)?.extract()?,
+        },
+        "not" => Predicate::Not(Box::new(predicate(&t.get_item(1)?)?)),
+        "and" => Predicate::And(list(1)?),
+        "or" => Predicate::Or(list(1)?),
+        other => return Err(errors::parameter(format!("filter: unknown node {other:?}"))),
+    })
+}
+
+fn options(
+    columns: Option<Vec<String>>,
+    filter: Option<&Bound<'_, PyAny>>,
+    threads: Option<i64>,
+    files: Option<Vec<usize>>,
+) -> PyResult<ScanOptions> {
+    Ok(ScanOptions {
+        columns,
+        filter: filter.map(predicate).transpose()?,
+        threads: params::threads(threads).or_raise()?,
+        files,
+    })
+}
+
+/// The files of a dataset, found at open: their partitions typed and the schema read from
+/// the first file (or given). Reads take no lock; several threads may read at once.
+#[pyclass(frozen, name = "DatasetScanner", module = "zstdpool.dataset")]
+pub struct PyDatasetScanner {
+    dataset: Arc<Dataset>,
+}
+
+#[pymethods]
+impl PyDatasetScanner {
+    /// `source`: a directory, or a list of files. `partitioning`: None, "hive" or
+    /// "directory"; `partition_schema` the partition fields (for "directory", their names
+    /// and, unless `infer_partition_types`, their types; for "hive", given types); inferred
+    /// types are dictionaries with `infer_dictionary`.
+    #[new]
+    #[pyo3(signature = (source, *, format="parquet", partitioning=None, partition_schema=None, infer_partition_types=true, infer_dictionary=false, schema=None, ignore_prefixes=None, pool=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        source: &Bound<'_, PyAny>,
+        format: &str,
+        partitioning: Option<&str>,
+        partition_schema: Option<&Bound<'_, PyAny>>,
+        infer_partition_types: bool,
+        infer_dictionary: bool,
+        schema: Option<&Bound<'_, PyAny>>,
+        ignore_prefixes: Option<Vec<String>>,
+        pool: Option<&Bound<'_, PyContextPool>>,
+    ) -> PyResult<Self> {
+        let format = match format.to_ascii_lowercase().as_str() {
+            "parquet" => FileFormat::Parquet,
+            "ipc" | "arrow" | "feather" => FileFormat::Ipc,
+            _ => {
+                return Err(errors::parameter(format!(
+                    "format must be \"parquet\", or \"ipc\", \"arrow\" or \"feather\", not \
+                     {format:?}"
+                )))
+            }
+        };
+        let partition_schema = partition_schema.map(schema_of).transpose()?;
+        let partitioning = match (partitioning, partition_schema) {
+            (None, _) => Partitioning::None,
+            (Some("hive"), schema) => Partitioning::Hive {
+                schema,
+                dictionary: infer_dictionary,
+            },
+            (Some("directory"), Some(schema)) => Partitioning::Directory {
+                schema,
+                infer: infer_partition_types,
+                dictionary: infer_dictionary,
+            },
+            (Some(other), _) => {
+                return Err(errors::parameter(format!(
+                    "partitioning must be None, \"hive\", or \"directory\" with the fields' \
+                     names, not {other:?}"
+                )))
+            }
+        };
+        let sources = match as_path(source)? {
+            Some(root) if root.is_dir() => Sources::Directory {
+                root,
+                ignore_prefixes: ignore_prefixes.unwrap_or_else(|| vec![".".into(), "_".into()]),
+            },
+            Some(file) => Sources::Files(vec![file]),
+            None => {
+                let list =
+                    source.cast::<PyList>().map_err(|_| {
+                        errors::wrong_type(format!(
+                        "source must be a directory, a file path, or a list of file paths, not \
+                         '{}'",
+                        source.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                    ))
+                    })?;
+                let mut paths: Vec<PathBuf> = Vec::with_capacity(list.len());
+                for item in list.iter() {
+                    paths.push(as_path(&item)?.ok_or_else(|| {
+                        errors::wrong_type("source: every item of the list must be a path")
+                    })?);
+                }
+                Sources::Files(paths)
+            }
+        };
+        let schema = schema.map(schema_of).transpose()?;
+        let pool = pool_or_default(pool);
+        let dataset = py
+            .detach(|| Dataset::open(sources, format, &partitioning, schema, pool))
+            .map_err(failed)?;
+        Ok(PyDatasetScanner {
+            dataset: Arc::new(dataset),
+        })
+    }
+
+    /// The dataset's schema: the files' columns, then the partition fields.
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PySchema::new(self.dataset.schema().clone()).into_pyarrow(py)
+    }
+
+    /// The partition fields, typed.
+    #[getter]
+    fn partition_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PySchema::new(self.dataset.partition_schema().clone()).into_pyarrow(py)
+    }
+
+    /// The files, sorted by path.
+    #[getter]
+    fn files(&self) -> Vec<String> {
+        self.dataset
+            .files()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// Each file's partition values, as a pyarrow Table of one row per file.
+    fn partition_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let batch = self.dataset.partition_table().map_err(failed)?;
+        table_to_py(py, vec![batch], self.dataset.partition_schema().clone())
+    }
+
+    /// Every row the filter keeps, as one pyarrow Table.
+    #[pyo3(signature = (columns=None, filter=None, threads=None, files=None))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        columns: Option<Vec<String>>,
+        filter: Option<&Bound<'py, PyAny>>,
+        threads: Option<i64>,
+        files: Option<Vec<usize>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let options = options(columns, filter, threads, files)?;
+        let schema = self.dataset.output_schema(&options).map_err(failed)?;
+        let batches = py.detach(|| self.dataset.read(&options)).map_err(failed)?;
+        table_to_py(py, batches, schema)
+    }
+
+    /// The rows the filter keeps, in batches read a window of files at a time: at most
+    /// `readahead` bytes of files (or one file, when larger) ahead of the consumer.
+    #[pyo3(signature = (columns=None, filter=None, threads=None, files=None, readahead=64 << 20))]
+    fn stream(
+        &self,
+        columns: Option<Vec<String>>,
+        filter: Option<&Bound<'_, PyAny>>,
+        threads: Option<i64>,
+        files: Option<Vec<usize>>,
+        readahead: i64,
+    ) -> PyResult<PyDatasetBatches> {
+        let options = options(columns, filter, threads, files)?;
+        let readahead = params::size("readahead", readahead).or_raise()?;
+        let stream = self.dataset.stream(&options, readahead).map_err(failed)?;
+        Ok(PyDatasetBatches {
+            schema: stream.schema().clone(),
+            stream: Held::new(stream, "the batches"),
+        })
+    }
+
+    /// The rows the filter keeps, from footers where partitions and statistics answer.
+    #[pyo3(signature = (filter=None, threads=None, files=None))]
+    fn count_rows(
+        &self,
+        py: Python<'_>,
+        filter: Option<&Bound<'_, PyAny>>,
+        threads: Option<i64>,
+        files: Option<Vec<usize>>,
+    ) -> PyResult<u64> {
+        let options = options(None, filter, threads, files)?;
+        py.detach(|| self.dataset.count_rows(&options))
+            .map_err(failed)
+    }
+}
+
+impl NextBatch for ScanStream {
+    fn schema(&self) -> SchemaRef {
+        ScanStream::schema(self).clone()
+    }
+    fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
+        ScanStream::next_batch(self)
+    }
+}
+
+/// A dataset's batches, read as they are asked for; for one thread at a time.
+#[pyclass(frozen, name = "DatasetBatches", module = "zstdpool.dataset")]
+pub struct PyDatasetBatches {
+    stream: Held<ScanStream>,
+    schema: SchemaRef,
+}
+
+#[pymethods]
+impl PyDatasetBatches {
+    /// The batches' schema, as a pyarrow Schema.
+    #[getter]
+    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        PySchema::new(self.schema.clone()).into_pyarrow(py)
+    }
+
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let mut stream = self.stream.take()?;
+        let next = py.detach(|| stream.next_batch()).map_err(failed)?;
+        drop(stream);
+        next.map(|b| batch_to_py(py, b)).transpose()
+    }
+
+    /// Exports the remaining batches through the Arrow C stream interface. Consumes them.
+    #[pyo3(signature = (requested_schema=None))]
+    fn __arrow_c_stream__<'py>(
+        &self,
+        py: Python<'py>,
+        requested_schema: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyCapsule>> {
+        let _ = requested_schema; // exported with its own schema
+        stream_capsule(py, self.stream.take()?.retire())
+    }
+}
