@@ -86,8 +86,10 @@ def normalize(filters: Any) -> Filter | None:
             "filters must be a pyarrow Expression, a non-empty list of (column, op, value) "
             "tuples, or a list of such lists"
         )
-    if isinstance(filters[0], (list, tuple)) and filters[0] and isinstance(
-        filters[0][0], (list, tuple)
+    if (
+        isinstance(filters[0], (list, tuple))
+        and filters[0]
+        and isinstance(filters[0][0], (list, tuple))
     ):
         disjuncts = []
         for conjunction in filters:

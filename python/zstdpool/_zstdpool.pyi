@@ -36,6 +36,8 @@ __all__ = [
     "RecordBatchStreamWriter",
     "ParquetFile",
     "ParquetBatches",
+    "DatasetScanner",
+    "DatasetBatches",
     "__version__",
     "_resolve_threads",
     "_check_dataset_options",
@@ -686,6 +688,58 @@ def read_table(
     pool: ContextPool | None = None,
 ) -> pa.Table: ...
 def read_schema(source: _Source) -> pa.Schema: ...
+
+@final
+class DatasetScanner:
+    def __new__(
+        cls,
+        source: str | list[str],
+        *,
+        format: str = "parquet",
+        partitioning: Literal["hive", "directory"] | None = None,
+        partition_schema: pa.Schema | ArrowSchemaExportable | None = None,
+        infer_partition_types: bool = True,
+        infer_dictionary: bool = False,
+        schema: pa.Schema | ArrowSchemaExportable | None = None,
+        ignore_prefixes: list[str] | None = None,
+        pool: ContextPool | None = None,
+    ) -> DatasetScanner: ...
+    @property
+    def schema(self) -> pa.Schema: ...
+    @property
+    def partition_schema(self) -> pa.Schema: ...
+    @property
+    def files(self) -> list[str]: ...
+    def partition_values(self) -> pa.Table: ...
+    def read(
+        self,
+        columns: list[str] | None = None,
+        filter: tuple[Any, ...] | None = None,
+        threads: int | None = None,
+        files: list[int] | None = None,
+    ) -> pa.Table: ...
+    def stream(
+        self,
+        columns: list[str] | None = None,
+        filter: tuple[Any, ...] | None = None,
+        threads: int | None = None,
+        files: list[int] | None = None,
+        readahead: int = ...,
+    ) -> DatasetBatches: ...
+    def count_rows(
+        self,
+        filter: tuple[Any, ...] | None = None,
+        threads: int | None = None,
+        files: list[int] | None = None,
+    ) -> int: ...
+
+@final
+class DatasetBatches:
+    @property
+    def schema(self) -> pa.Schema: ...
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> pa.RecordBatch: ...
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> CapsuleType: ...
 
 @type_check_only
 class WrittenFile(TypedDict):

@@ -285,7 +285,7 @@ class Dataset:
         n = self._threads(use_threads, threads)
         if expression is None:
             return self._scanner.count_rows(tree, n, files)
-        return self._scanner.read(None, None, n, files).filter(expression).num_rows
+        return int(self._scanner.read(None, None, n, files).filter(expression).num_rows)
 
     def head(
         self,
@@ -375,8 +375,7 @@ def _open(
         src = [os.fspath(s) for s in source]
     else:
         raise TypeError(
-            f"source must be a directory, a file, or a list of files, not "
-            f"'{type(source).__name__}'"
+            f"source must be a directory, a file, or a list of files, not '{type(source).__name__}'"
         )
     if isinstance(src, str) and not os.path.exists(src):
         raise FileNotFoundError(2, "No such file or directory", src)

@@ -194,7 +194,7 @@ fn literal_as(value: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
     };
     cast_with_options(&value, to, &options).map_err(|e| {
         Error::Parameter(format!(
-            "cannot compare a {to} column with the value {} ({}): {e}",
+            "the value {} ({}) cannot be compared with values of type {to}: {e}",
             display_value(&value),
             value.data_type()
         ))
@@ -230,6 +230,11 @@ fn nan_mask(array: &dyn Array) -> Option<BooleanArray> {
     Some(mask)
 }
 
+/// Whether an array of one value holds NaN.
+fn is_nan(one: &ArrayRef) -> bool {
+    nan_mask(one.as_ref()).is_some_and(|m| m.is_valid(0) && m.value(0))
+}
+
 fn kernel(
     op: CmpOp,
     a: &dyn arrow_array::Datum,
@@ -262,12 +267,14 @@ fn compare(col: &ArrayRef, op: CmpOp, value: &ArrayRef) -> Result<BooleanArray> 
     if !is_float(col.data_type()) {
         return Ok(result);
     }
-    let lit_nan = nan_mask(lit.as_ref()).is_some_and(|m| m.is_valid(0) && m.value(0));
-    let nan = nan_mask(col.as_ref()).expect("a float column");
-    let nan = if lit_nan {
-        BooleanArray::from(vec![true; col.len()])
-    } else {
-        nan
+    let lit_nan = is_nan(&lit);
+    // Null where the column is null, so that nulls stay null through AND and OR.
+    let nan = match lit_nan {
+        true => BooleanArray::new(
+            arrow_buffer::BooleanBuffer::new_set(col.len()),
+            col.logical_nulls(),
+        ),
+        false => nan_mask(col.as_ref()).expect("a float column"),
     };
     Ok(match op {
         CmpOp::NotEq => or_kleene(&result, &nan)?,
@@ -284,6 +291,9 @@ fn is_in(col: &ArrayRef, values: &ArrayRef) -> Result<BooleanArray> {
         let one = values.slice(i, 1);
         let hit = if one.is_null(0) {
             is_null(col.as_ref())?
+        } else if is_nan(&one) {
+            // A set matches NaN with NaN, as pyarrow's is_in does (`=` never does).
+            nan_mask(col.as_ref()).expect("a float column")
         } else {
             compare(&col, CmpOp::Eq, &one)?
         };
@@ -442,7 +452,7 @@ impl ColumnFacts {
             return out.or_else(Outcomes::TRUE).or_else(Outcomes::FALSE);
         };
         let float = values_of(min).is_ok_and(|m| is_float(m.data_type()));
-        let value_nan = nan_mask(value.as_ref()).is_some_and(|m| m.is_valid(0) && m.value(0));
+        let value_nan = is_nan(value);
         if value_nan {
             // NaN compares false with everything, and is unequal to everything.
             return out.or_else(if op == CmpOp::NotEq {
@@ -507,7 +517,13 @@ impl ColumnFacts {
         // of it unless every non-null row equals one of them.
         let (mut may_true, mut may_false) = (false, true);
         for i in (0..values.len()).filter(|&i| values.is_valid(i)) {
-            let eq = self.compare(CmpOp::Eq, &values.slice(i, 1));
+            let one = values.slice(i, 1);
+            if is_nan(&one) {
+                // Statistics leave NaN out: any float set may hold one.
+                may_true = true;
+                continue;
+            }
+            let eq = self.compare(CmpOp::Eq, &one);
             may_true |= eq.has(Outcomes::TRUE);
             may_false &= eq.has(Outcomes::FALSE);
         }

@@ -1,0 +1,325 @@
+"""Reading datasets: zstdpool.dataset.dataset and zstdpool.parquet.read_table on directories,
+compared with what pyarrow reads from the same files; every filter form against pyarrow's
+result; pruning that never opens what it prunes; footers counted without decompressing; bounded
+streams; IPC datasets; and the errors a read names."""
+
+from __future__ import annotations
+
+import datetime
+import math
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pds
+import pyarrow.parquet as pq
+import pytest
+import zstdpool
+import zstdpool.dataset as zd
+import zstdpool.parquet as zp
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from zstdpool.errors import ParameterError, ParquetError
+
+from tests.dataset.test_write_dataset import KEYS, table
+
+N = 600
+
+
+def values_table() -> pa.Table:
+    """Partition keys and value columns with nulls and NaN, ids in order."""
+    return pa.table(
+        {
+            "id": pa.array(range(N), pa.int64()),
+            "k": pa.array([i % 4 for i in range(N)], pa.int32()),
+            "s": pa.array([[None, "a b", "x/y", "é"][i % 4 if i % 7 else 1] for i in range(N)]),
+            "x": pa.array(
+                [None if i % 11 == 0 else (math.nan if i % 13 == 0 else i / 4) for i in range(N)]
+            ),
+            "n": pa.array([None if i % 5 == 0 else i % 17 for i in range(N)], pa.int64()),
+            "t": pa.array([None if i % 6 == 0 else f"t{i % 9}" for i in range(N)]),
+        }
+    )
+
+
+@pytest.fixture(scope="module")
+def hive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """values_table() in Hive directories by k and s, in row groups of 25 rows."""
+    d = tmp_path_factory.mktemp("hive")
+    zd.write_dataset(
+        values_table(), d, partitioning=["k", "s"], file_options={"row_group_size": 25}
+    )
+    return d
+
+
+def by_id(t: pa.Table) -> pa.Table:
+    return t.sort_by("id")
+
+
+def _rows(t: pa.Table) -> list[dict[str, Any]]:
+    """The rows, NaN made comparable (NaN != NaN as a float)."""
+    return [
+        {k: "NaN" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+        for row in t.to_pylist()
+    ]
+
+
+def same(got: pa.Table, expected: pa.Table) -> bool:
+    """The same schema and rows, in the same order (the chunks and dictionaries a column is
+    held in may differ: pyarrow gives a null partition a dictionary holding a null)."""
+    assert got.schema == expected.schema, (got.schema, expected.schema)
+    assert _rows(got) == _rows(expected)
+    return True
+
+
+@pytest.mark.parametrize("key", sorted(KEYS))
+def test_every_key_type_write_dataset_writes_reads_as_pyarrow_reads_it(
+    tmp_path: Path, key: str
+) -> None:
+    zd.write_dataset(table(key), tmp_path, partitioning=["k"])
+    got = zd.dataset(tmp_path).to_table()
+    expected = pds.dataset(tmp_path, partitioning="hive").to_table()
+    assert got.schema == expected.schema
+    assert same(by_id(got), by_id(expected))
+    # pyarrow.parquet.read_table types keys as dictionaries of every value: so does zstdpool's.
+    assert same(zp.read_table(tmp_path), pq.read_table(tmp_path))
+
+
+def test_datasets_pyarrow_and_polars_wrote_read_as_pyarrow_reads_them(tmp_path: Path) -> None:
+    data = values_table()
+    pq.write_to_dataset(data, tmp_path / "pa", partition_cols=["k", "s"], row_group_size=50)
+    assert same(zp.read_table(tmp_path / "pa"), pq.read_table(tmp_path / "pa"))
+    f = [("x", ">", 40.0), ("s", "!=", "x/y")]
+    assert same(
+        zp.read_table(tmp_path / "pa", filters=f), pq.read_table(tmp_path / "pa", filters=f)
+    )
+    pl = pytest.importorskip("polars")
+    pl.from_arrow(data).write_parquet(tmp_path / "pl", partition_by=["k"])
+    got = zd.dataset(tmp_path / "pl").to_table()
+    expected = pds.dataset(tmp_path / "pl", partitioning="hive").to_table()
+    assert same(by_id(got), by_id(expected))
+
+
+# --- filters ------------------------------------------------------------------------------
+
+VALUES: dict[str, Any] = {
+    "k": st.sampled_from([0, 1, 3, 7, -1]),
+    "s": st.sampled_from(["a b", "x/y", "é", "zz", ""]),
+    "x": st.sampled_from([0.0, 10.25, 40.0, 149.75, math.nan, -1.0]),
+    "n": st.integers(-1, 18),
+    "t": st.sampled_from(["t0", "t4", "t8", "u", ""]),
+    "id": st.integers(-5, N + 5),
+}
+OPS = ["=", "==", "!=", "<", "<=", ">", ">="]
+
+
+@st.composite
+def predicates(draw: st.DrawFn) -> tuple[str, str, Any]:
+    column = draw(st.sampled_from(sorted(VALUES)))
+    op = draw(st.sampled_from([*OPS, "in", "not in"]))
+    if op in ("in", "not in"):
+        return (column, op, draw(st.lists(VALUES[column], min_size=1, max_size=3)))
+    return (column, op, draw(VALUES[column]))
+
+
+FILTERS = st.one_of(
+    st.lists(predicates(), min_size=1, max_size=3),
+    st.lists(st.lists(predicates(), min_size=1, max_size=2), min_size=1, max_size=3),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(FILTERS)
+def test_filters_keep_the_rows_pyarrow_keeps(hive: Path, filters: list[Any]) -> None:
+    # pyarrow.parquet.read_table cannot read this dataset at all ("Cannot yet unify
+    # dictionaries with nulls": s has a null partition); pyarrow.dataset can.
+    expected = pds.dataset(hive, partitioning="hive").to_table(
+        filter=pq.filters_to_expression(filters)
+    )
+    ds = zd.dataset(hive)
+    assert same(by_id(ds.to_table(filter=filters)), by_id(expected)), filters
+    assert ds.count_rows(filter=filters) == expected.num_rows
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        pc.field("k") == 2,
+        (pc.field("x") < 10) | pc.field("n").is_null(),
+        pc.field("s").isin(["é", "x/y"]) & (pc.field("id") < 300),
+        ~(pc.field("k") > 1) & pc.field("t").is_valid(),
+    ],
+    ids=str,
+)
+def test_expressions_keep_the_rows_pyarrow_keeps(hive: Path, expression: pc.Expression) -> None:
+    expected = pds.dataset(hive, partitioning="hive").to_table(filter=expression)
+    ds = zd.dataset(hive)
+    assert same(by_id(ds.to_table(filter=expression)), by_id(expected))
+    assert ds.count_rows(filter=expression) == expected.num_rows
+    got = pa.Table.from_batches(
+        list(ds.to_batches(["id", "k"], filter=expression)),
+        schema=pa.schema([ds.schema.field("id"), ds.schema.field("k")]),
+    )
+    assert same(by_id(got), by_id(expected.select(["id", "k"])))
+
+
+def test_a_bad_filter_is_refused_with_what_is_wrong(hive: Path) -> None:
+    with pytest.raises(ValueError, match='"~" is not a valid operator in predicates'):
+        zp.read_table(hive, filters=[("k", "~", 1)])
+    with pytest.raises(ParameterError, match="filter: column 'nope' is not in the dataset"):
+        zp.read_table(hive, filters=[("nope", "=", 1)])
+    with pytest.raises(
+        ParameterError,
+        match=r"filter on column 'n': the value abc \(Utf8\) cannot be compared with values of "
+        "type Int64",
+    ):
+        zp.read_table(hive, filters=[("n", "<", "abc")])
+    with pytest.raises(TypeError, match="must be a collection of values"):
+        zp.read_table(hive, filters=[("n", "in", 3)])
+    with pytest.raises(ParameterError, match="column 'nope' is not in the dataset"):
+        zd.dataset(hive).to_table(columns=["id", "nope"])
+
+
+# --- pruning --------------------------------------------------------------------------------
+
+
+def test_partitions_pruned_are_never_opened(tmp_path: Path) -> None:
+    zd.write_dataset(values_table(), tmp_path, partitioning=["k"])
+    (tmp_path / "k=9").mkdir()
+    (tmp_path / "k=9" / "part-0.parquet").write_bytes(b"PAR1 this is not a Parquet file")
+    ds = zd.dataset(tmp_path)
+    for f in ([("k", "<", 9)], [("k", "in", [1, 2])], pc.field("k") != 9):
+        assert ds.to_table(filter=f).num_rows == (N if "<" in str(f) or "!=" in str(f) else N // 2)
+        ds.count_rows(filter=f)
+    with pytest.raises(ParquetError, match="k=9/part-0.parquet"):
+        ds.to_table()
+
+
+def _corrupt_first_row_group(path: Path) -> None:
+    """Overwrites the pages of row group 0 (the footer stays as it was)."""
+    meta = pq.read_metadata(path)
+    group = meta.row_group(0)
+    data = bytearray(path.read_bytes())
+    for c in range(group.num_columns):
+        col = group.column(c)
+        start = col.dictionary_page_offset or col.data_page_offset
+        for i in range(start + 20, start + col.total_compressed_size):
+            data[i] = 0xA5
+    path.write_bytes(bytes(data))
+
+
+def test_row_groups_pruned_by_statistics_are_never_read_and_counts_come_from_footers(
+    tmp_path: Path,
+) -> None:
+    data = pa.table({"id": pa.array(range(100), pa.int64()), "v": [f"v{i}" for i in range(100)]})
+    zp.write_table(data, tmp_path / "f.parquet", row_group_size=10)
+    _corrupt_first_row_group(tmp_path / "f.parquet")
+    ds = zd.dataset(tmp_path)
+    assert ds.to_table(filter=[("id", ">=", 10)])["id"].to_pylist() == list(range(10, 100))
+    # Counted from the footer alone: the corrupt row group is never decompressed.
+    assert ds.count_rows() == 100
+    assert ds.count_rows(filter=[("id", "<", 30)]) == 30
+    with pytest.raises(ParquetError, match="f.parquet"):
+        ds.to_table(filter=[("id", "<", 5)])
+
+
+# --- reads ----------------------------------------------------------------------------------
+
+
+def test_streams_hold_a_bounded_amount_ahead(tmp_path: Path) -> None:
+    if not zstdpool.memory_stats()["counting"]:
+        pytest.skip("this build does not count its allocations")
+    big = pa.table({"id": pa.array(range(200_000), pa.int64()), "v": pa.array(range(200_000))})
+    for i in range(12):
+        zp.write_table(big, tmp_path / f"f{i:02}.parquet")
+    ds = zd.dataset(tmp_path)
+    zstdpool.reset_peak_memory()
+    whole = ds.to_table(threads=2)
+    whole_peak = zstdpool.memory_stats()["peak_bytes"]
+    assert whole.num_rows == 12 * 200_000
+    del whole
+    zstdpool.reset_peak_memory()
+    rows = 0
+    for batch in ds.to_reader(readahead_bytes=1, threads=2):
+        rows += batch.num_rows
+        del batch
+    stream_peak = zstdpool.memory_stats()["peak_bytes"]
+    assert rows == 12 * 200_000
+    # One file (3.2 MB decoded) at a time, against twelve held at once.
+    assert stream_peak < whole_peak / 4, (stream_peak, whole_peak)
+
+
+def test_head_counts_and_the_c_stream(hive: Path) -> None:
+    ds = zd.dataset(hive)
+    expected = pds.dataset(hive, partitioning="hive")
+    assert ds.schema == expected.schema
+    assert ds.count_rows() == expected.count_rows() == N
+    head = ds.head(7, columns=["id", "k"], filter=[("k", "=", 2)])
+    assert head.num_rows == 7 and head.column_names == ["id", "k"]
+    assert head["k"].to_pylist() == [2] * 7
+    assert ds.head(0).num_rows == 0
+    assert pa.RecordBatchReader.from_stream(ds).read_all().num_rows == N
+    assert sum(b.num_rows for b in ds.to_batches(batch_size=4)) == N
+    assert all(b.num_rows <= 4 for b in ds.to_batches(batch_size=4))
+    duckdb = pytest.importorskip("duckdb")
+    assert duckdb.sql("select count(*) from ds").fetchall() == [(N,)]
+
+
+def test_ipc_datasets(tmp_path: Path) -> None:
+    zd.write_dataset(values_table(), tmp_path, partitioning=["k"], format="ipc")
+    ds = zd.dataset(tmp_path, format="ipc")
+    expected = pds.dataset(tmp_path, format="ipc", partitioning="hive")
+    assert same(by_id(ds.to_table()), by_id(expected.to_table()))
+    f = (pc.field("k") == 1) & (pc.field("n") > 3)
+    assert same(by_id(ds.to_table(filter=f)), by_id(expected.to_table(filter=f)))
+    tuples = [("k", "=", 1), ("n", ">", 3)]
+    assert ds.count_rows(filter=tuples) == expected.count_rows(filter=f)
+
+
+def test_files_with_different_schemas_read_as_pyarrow_reads_them(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"id": [1, 2], "a": ["x", "y"]}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"id": [3], "b": [1.5]}), tmp_path / "b.parquet")
+    got = zd.dataset(tmp_path).to_table()
+    assert same(got, pds.dataset(tmp_path).to_table())
+    given = pa.schema([("id", pa.int64()), ("b", pa.float64())])
+    got = zd.dataset(tmp_path, schema=given).to_table()
+    assert same(got, pds.dataset(tmp_path, schema=given).to_table())
+
+
+def test_partitionings_pyarrow_names(tmp_path: Path) -> None:
+    d = tmp_path / "dir"
+    for year, day in [(2024, "2024-01-02"), (2025, "2025-03-04")]:
+        (d / str(year) / day).mkdir(parents=True)
+        pq.write_table(pa.table({"v": [year]}), d / str(year) / day / "f.parquet")
+    got = zd.dataset(d, partitioning=["year", "day"]).to_table()
+    expected = pds.dataset(d, partitioning=["year", "day"]).to_table()
+    assert same(got, expected)
+    typed = pds.partitioning(pa.schema([("year", pa.int16()), ("day", pa.date32())]))
+    got = zd.dataset(d, partitioning=typed).to_table(
+        filter=[("day", ">", datetime.date(2025, 1, 1))]
+    )
+    assert got.to_pylist() == [{"v": 2025, "year": 2025, "day": datetime.date(2025, 3, 4)}]
+    hive = pds.partitioning(pa.schema([("k", pa.int64())]), flavor="hive")
+    zd.write_dataset(values_table(), tmp_path / "h", partitioning=["k"])
+    assert zd.dataset(tmp_path / "h", partitioning=hive).schema.field("k").type == pa.int64()
+    assert zd.dataset(tmp_path / "h", partitioning=None).schema.names == ["id", "s", "x", "n", "t"]
+
+
+def test_empty_and_missing_directories(tmp_path: Path) -> None:
+    ds = zd.dataset(tmp_path)
+    assert ds.files == [] and ds.to_table().num_rows == 0 and ds.count_rows() == 0
+    assert ds.schema == pds.dataset(tmp_path).schema
+    with pytest.raises(FileNotFoundError):
+        zd.dataset(tmp_path / "nope")
+    with pytest.raises(NotImplementedError, match="filesystem"):
+        zd.dataset(tmp_path, filesystem=object())
+
+
+def test_read_pandas_restores_the_index(tmp_path: Path) -> None:
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "z"]}, index=pd.Index([7, 8, 9], name="i"))
+    zp.write_table(pa.Table.from_pandas(df), tmp_path / "f.parquet")
+    got = zp.read_pandas(tmp_path / "f.parquet", columns=["a"]).to_pandas()
+    assert got.equals(pq.read_pandas(tmp_path / "f.parquet", columns=["a"]).to_pandas())
+    assert list(got.index) == [7, 8, 9]
