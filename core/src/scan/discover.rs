@@ -358,7 +358,10 @@ mod tests {
         let found = partitions(
             files,
             Some(Path::new("/d")),
-            &Partitioning::Hive { schema: None },
+            &Partitioning::Hive {
+                schema: None,
+                dictionary: false,
+            },
         )
         .unwrap();
         assert_eq!(found.schema.field(0).data_type(), &DataType::Int32);
