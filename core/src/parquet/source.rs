@@ -88,6 +88,8 @@ impl ChunkReader for ParquetSource {
         Ok(SourceRead {
             source: self.clone(),
             pos: start,
+            ahead: Vec::new(),
+            taken: 0,
         })
     }
 
@@ -120,10 +122,19 @@ impl ChunkReader for ParquetSource {
     }
 }
 
-/// Reads a [`ParquetSource`] from an offset on.
+/// What a [`SourceRead`] reads at once for a small read: the crate reads a page header a few
+/// bytes at a time, and each read of a file or a Python object is a call of its own.
+const READ_AHEAD: usize = 4096;
+
+/// Reads a [`ParquetSource`] from an offset on, small reads from a file served from a buffer
+/// of [`READ_AHEAD`] bytes.
 pub struct SourceRead {
     source: ParquetSource,
+    /// Where the next byte handed out lies in the source.
     pos: u64,
+    /// Bytes read ahead: `ahead[taken..]` are those at `pos` on.
+    ahead: Vec<u8>,
+    taken: usize,
 }
 
 impl Read for SourceRead {
@@ -136,11 +147,25 @@ impl Read for SourceRead {
                 n
             }
             ParquetSource::At { input, len } => {
-                if self.pos >= *len {
-                    return Ok(0);
+                if self.taken == self.ahead.len() {
+                    if self.pos >= *len {
+                        return Ok(0);
+                    }
+                    let room = (*len - self.pos).min(READ_AHEAD as u64) as usize;
+                    if buf.len() >= room {
+                        let n = input.read_at(self.pos, &mut buf[..room])?;
+                        self.pos += n as u64;
+                        return Ok(n);
+                    }
+                    self.ahead.resize(room, 0);
+                    let got = input.read_at(self.pos, &mut self.ahead)?;
+                    self.ahead.truncate(got);
+                    self.taken = 0;
                 }
-                let room = buf.len().min((*len - self.pos) as usize);
-                input.read_at(self.pos, &mut buf[..room])?
+                let n = buf.len().min(self.ahead.len() - self.taken);
+                buf[..n].copy_from_slice(&self.ahead[self.taken..self.taken + n]);
+                self.taken += n;
+                n
             }
         };
         self.pos += n as u64;

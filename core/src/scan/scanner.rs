@@ -24,6 +24,12 @@ use crate::parallel::{available_threads, for_each_parallel};
 use crate::parquet::{ParquetFile, ParquetLimits, ParquetSource};
 use crate::pool::ContextPool;
 
+/// The most rows a batch of a file read on one thread holds.
+const BATCH_ROWS: usize = 1 << 16;
+
+/// Files up to this size are read whole, in one call, before their footer is parsed.
+const SMALL_FILE: u64 = 1 << 20;
+
 /// The files a dataset reads.
 #[derive(Clone, Debug)]
 pub enum Sources {
@@ -176,14 +182,26 @@ impl Dataset {
 
     fn file_schema(&self, path: &Path) -> Result<SchemaRef> {
         match self.format {
-            Format::Parquet => Ok(self.open_parquet(path)?.schema().clone()),
+            Format::Parquet => Ok(self.open_parquet(path, false)?.schema().clone()),
             Format::Ipc => Ok(self.open_ipc(path)?.schema()),
         }
     }
 
-    pub(super) fn open_parquet(&self, path: &Path) -> Result<ParquetFile> {
-        let file = File::open(path).map_err(|e| path_error("cannot read", path, e))?;
-        let source = ParquetSource::file(file).map_err(|e| path_error("cannot read", path, e))?;
+    /// Opens a Parquet file; with `whole`, a small file is read into memory in one call
+    /// first (what reading its pages and footer one by one would cost more in calls).
+    pub(super) fn open_parquet(&self, path: &Path, whole: bool) -> Result<ParquetFile> {
+        let cannot = |e| path_error("cannot read", path, e);
+        let mut file = File::open(path).map_err(cannot)?;
+        let size = file.metadata().map_err(cannot)?.len();
+        let source = if whole && size <= SMALL_FILE {
+            let mut data = Vec::new();
+            data.try_reserve_exact(size as usize)
+                .map_err(|_| Error::Memory(format!("{size} bytes to read {}", path.display())))?;
+            std::io::Read::read_to_end(&mut file, &mut data).map_err(cannot)?;
+            ParquetSource::memory(arrow_buffer::Buffer::from_vec(data))
+        } else {
+            ParquetSource::file(file).map_err(cannot)?
+        };
         ParquetFile::open(source, self.parquet_limits, &self.pool, Some(1))
             .map_err(|e| e.at(path.display()))
     }
@@ -383,7 +401,7 @@ impl Dataset {
         threads: Option<usize>,
     ) -> Result<Vec<RecordBatch>> {
         let path = &self.found.files[i].path;
-        let file = self.open_parquet(path)?;
+        let file = self.open_parquet(path, true)?;
         let names: Vec<String> = self
             .file_columns(plan, file.schema())
             .into_iter()
@@ -400,8 +418,25 @@ impl Dataset {
             return Ok(Vec::new());
         }
         let projection = file.projection(Some(&names))?;
-        file.read(&projection, Some(&groups), threads)
-            .map_err(|e| e.at(path.display()))
+        if threads != Some(1) {
+            return file
+                .read(&projection, Some(&groups), threads)
+                .map_err(|e| e.at(path.display()));
+        }
+        // On one thread, the row groups are decoded by one reader into batches that span
+        // them: a file of many small row groups (pyarrow's dataset writer makes them) would
+        // otherwise cost a reader and a batch for every column of every group.
+        let metadata = file.metadata();
+        let rows: usize = groups
+            .iter()
+            .map(|&g| metadata.row_group(g).num_rows().max(0) as usize)
+            .sum();
+        let mut batches = file.batches(&projection, Some(&groups), rows.clamp(1, BATCH_ROWS))?;
+        let mut out = Vec::new();
+        while let Some(b) = batches.next_batch().map_err(|e| e.at(path.display()))? {
+            out.push(b);
+        }
+        Ok(out)
     }
 
     fn read_ipc(&self, plan: &Plan, i: usize) -> Result<Vec<RecordBatch>> {
@@ -529,7 +564,7 @@ impl Dataset {
                 Ok(batches.iter().map(|b| b.num_rows() as u64).sum())
             }
             Format::Parquet => {
-                let file = self.open_parquet(path)?;
+                let file = self.open_parquet(path, false)?;
                 let Some(filter) = &plan.filter else {
                     return Ok(file.metadata().file_metadata().num_rows().max(0) as u64);
                 };

@@ -125,7 +125,7 @@ fn row_groups_are_pruned_by_their_statistics_and_rows_filtered_exactly() {
     let root = tempdir("stats");
     write(&root.join("a.parquet"), 0, 100);
     let ds = open(&root);
-    let file = ds.open_parquet(&root.join("a.parquet")).unwrap();
+    let file = ds.open_parquet(&root.join("a.parquet"), true).unwrap();
     let filter = Predicate::And(vec![
         cmp("id", CmpOp::GtEq, Int64Array::from(vec![42])),
         cmp("id", CmpOp::Lt, Int64Array::from(vec![57])),
