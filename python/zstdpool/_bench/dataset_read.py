@@ -172,7 +172,14 @@ def _duckdb(case: ReadCase) -> Callable[[ExitStack], Timed]:
             "range": f" where value < {RANGE_LIMIT}",
         }[case.read]
         query = f"select * from {source}{where}"
-        return lambda: con.sql(query).fetch_arrow_table()
+
+        def call() -> Any:
+            result = con.sql(query)
+            # to_arrow_table since duckdb 1.4; fetch_arrow_table before (now deprecated).
+            fetch = getattr(result, "to_arrow_table", None) or result.fetch_arrow_table
+            return fetch()
+
+        return call
 
     return setup
 

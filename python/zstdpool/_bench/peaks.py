@@ -1,9 +1,10 @@
-"""Peak memory of one whole write, zstdpool and its peers side by side, measured as the
-operating system sees it: each write runs in a fresh process, which builds its input, resets
-its peak resident set (Linux: ``/proc/self/clear_refs``), writes, and reports how far its
-resident set rose above where it stood before the write (``VmHWM`` minus ``VmRSS``). That
-counts everything: the output, buffers, zstd contexts, allocator slack, threads' stacks, in
-every library alike. Printed by ``python -m zstdpool bench --memory`` after the IPC table.
+"""Peak memory of one whole write, and of one dataset read, zstdpool and its peers side by
+side, measured as the operating system sees it: each runs in a fresh process, which builds its
+input (for a read: writes the dataset with zstdpool), resets its peak resident set (Linux:
+``/proc/self/clear_refs``), writes or reads, and reports how far its resident set rose above
+where it stood before (``VmHWM`` minus ``VmRSS``). That counts everything: the output (for a
+read: the table read, its size in the output column), buffers, zstd contexts, allocator
+slack, threads' stacks, in every library alike. Printed by ``python -m zstdpool bench --memory`` after the IPC table.
 """
 
 from __future__ import annotations
@@ -33,13 +34,27 @@ class PeakCase:
     def name(self) -> str:
         if self.kind == "dataset":
             return f"dataset {self.rows} rows, {self.partitions} partitions"
+        if self.kind == "dataset_read":
+            return f"read dataset {self.rows} rows, {self.partitions} partitions"
         return f"{self.kind} lineitem {self.rows} rows"
 
 
 PEAK_CASES: dict[str, tuple[PeakCase, ...]] = {
-    "tiny": (PeakCase("parquet", 2_000), PeakCase("dataset", 2_000, 10)),
-    "quick": (PeakCase("parquet", 200_000), PeakCase("dataset", 100_000, 1000)),
-    "full": (PeakCase("parquet", 1_000_000), PeakCase("dataset", 1_000_000, 1000)),
+    "tiny": (
+        PeakCase("parquet", 2_000),
+        PeakCase("dataset", 2_000, 10),
+        PeakCase("dataset_read", 2_000, 10),
+    ),
+    "quick": (
+        PeakCase("parquet", 200_000),
+        PeakCase("dataset", 100_000, 1000),
+        PeakCase("dataset_read", 100_000, 1000),
+    ),
+    "full": (
+        PeakCase("parquet", 1_000_000),
+        PeakCase("dataset", 1_000_000, 1000),
+        PeakCase("dataset_read", 1_000_000, 1000),
+    ),
 }
 
 
@@ -122,14 +137,42 @@ def _dataset_writers(directory: str) -> dict[str, Callable[[Any], object]]:
     return {"zstdpool": zstdpool_write, "pyarrow": pyarrow_write, "polars": polars_write}
 
 
+def _dataset_readers(directory: str) -> dict[str, Callable[[Any], object]]:
+    """Reads of the dataset under `directory` (written by zstdpool before the measure)."""
+
+    def zstdpool_read(_: Any) -> object:
+        import zstdpool.dataset
+
+        return zstdpool.dataset.dataset(directory).to_table()
+
+    def pyarrow_read(_: Any) -> object:
+        import pyarrow.dataset as ds
+
+        return ds.dataset(directory, partitioning="hive").to_table()
+
+    def polars_read(_: Any) -> object:
+        import polars as pl
+
+        pattern = os.path.join(directory, "**", "*.parquet")
+        return pl.scan_parquet(pattern, hive_partitioning=True).collect()
+
+    return {"zstdpool": zstdpool_read, "pyarrow": pyarrow_read, "polars": polars_read}
+
+
 def _input(case: PeakCase) -> Any:
-    if case.kind == "dataset":
+    if case.kind in ("dataset", "dataset_read"):
         from zstdpool._bench.data import partitioned_table
 
         return partitioned_table(case.rows, case.partitions)
     from zstdpool._bench.data import lineitem_table
 
     return lineitem_table(case.rows)
+
+
+def _read_size(result: Any) -> int:
+    """Bytes of a table read: pyarrow's Table, or polars' DataFrame."""
+    nbytes = getattr(result, "nbytes", None)
+    return int(nbytes if nbytes is not None else result.estimated_size())
 
 
 def _size(result: object, directory: str | None) -> int:
@@ -152,14 +195,25 @@ def child(case: PeakCase, contender: str) -> dict[str, Any]:
     table = _input(case)
     with tempfile.TemporaryDirectory() as tmp:
         directory = os.path.join(tmp, "out")
-        writers = _dataset_writers(directory) if case.kind == "dataset" else _parquet_writers()
+        if case.kind == "dataset_read":
+            _dataset_writers(directory)["zstdpool"](table)
+            del table
+            table = None
+            writers = _dataset_readers(directory)
+        elif case.kind == "dataset":
+            writers = _dataset_writers(directory)
+        else:
+            writers = _parquet_writers()
         gc.collect()
         with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
             f.write("5")  # the peak resident set starts again from the current one
         before = _status("VmRSS")
         result = writers[contender](table)
         peak = _status("VmHWM")
-        size = _size(result, directory if case.kind == "dataset" else None)
+        if case.kind == "dataset_read":
+            size = _read_size(result)
+        else:
+            size = _size(result, directory if case.kind == "dataset" else None)
         del result
     return {"peak_bytes": max(0, peak - before), "output_bytes": size}
 
@@ -204,7 +258,7 @@ def peak_table(
 def format_peak_table(rows: Sequence[dict[str, Any]]) -> str:
     """The rows as text: peak above the input, output size, ratio to zstdpool's peak."""
     lines = [
-        "Peak resident memory of one write above the input (fresh process each)",
+        "Peak resident memory of one write (or read) above the input (fresh process each)",
         f"{'write':40}  {'contender':10}  {'peak MB':>9}  {'output MB':>9}  {'x zstdpool':>10}",
     ]
     ours: dict[str, int] = {
