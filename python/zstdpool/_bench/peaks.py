@@ -4,7 +4,8 @@ input (for a read: writes the dataset with zstdpool), resets its peak resident s
 ``/proc/self/clear_refs``), writes or reads, and reports how far its resident set rose above
 where it stood before (``VmHWM`` minus ``VmRSS``). That counts everything: the output (for a
 read: the table read, its size in the output column), buffers, zstd contexts, allocator
-slack, threads' stacks, in every library alike. Printed by ``python -m zstdpool bench --memory`` after the IPC table.
+slack, threads' stacks, in every library alike. Printed by ``python -m zstdpool bench
+--memory`` after the IPC table.
 """
 
 from __future__ import annotations
