@@ -323,3 +323,16 @@ def test_read_pandas_restores_the_index(tmp_path: Path) -> None:
     got = zp.read_pandas(tmp_path / "f.parquet", columns=["a"]).to_pandas()
     assert got.equals(pq.read_pandas(tmp_path / "f.parquet", columns=["a"]).to_pandas())
     assert list(got.index) == [7, 8, 9]
+
+
+def test_a_file_failing_part_way_through_a_stream_raises_naming_it(tmp_path: Path) -> None:
+    data = pa.table({"id": pa.array(range(50), pa.int64())})
+    for name in ("a", "b", "c"):
+        zp.write_table(data, tmp_path / f"{name}.parquet")
+    _corrupt_first_row_group(tmp_path / "b.parquet")
+    batches = zd.dataset(tmp_path).to_batches(readahead_bytes=1)
+    assert next(batches).num_rows == 50
+    with pytest.raises(ParquetError, match="b.parquet"):
+        next(batches)
+    # The stream ends there; every context it leased is back (the autouse fixture checks).
+    assert list(batches) == []
