@@ -216,6 +216,27 @@ impl ParquetFile {
         self.metadata.num_row_groups()
     }
 
+    /// The bloom filter of leaf column `leaf` in row group `group`, where the file has one.
+    /// Its bytes are read through the source, which refuses a range past the file's end
+    /// before allocating for it.
+    pub fn bloom_filter(
+        &self,
+        group: usize,
+        leaf: usize,
+    ) -> Result<Option<::parquet::bloom_filter::Sbbf>> {
+        let chunk = self.metadata.row_group(group).column(leaf);
+        if chunk.bloom_filter_offset().is_none() {
+            return Ok(None);
+        }
+        catch_panics("reading a bloom filter", || {
+            Ok(::parquet::bloom_filter::Sbbf::read_from_column_chunk(
+                chunk,
+                &self.source,
+            )?)
+        })
+        .map_err(Error::into_parquet)
+    }
+
     /// The columns named (top-level names, or dotted paths into nested ones), or all of them.
     pub fn projection(&self, columns: Option<&[String]>) -> Result<Projection> {
         let descr = self.metadata.file_metadata().schema_descr();

@@ -3,12 +3,13 @@
 //! evaluated on rows and bounded on what partitions and statistics say; `scanner` prunes,
 //! reads files in parallel and filters.
 
+mod bloom;
 mod discover;
 mod predicate;
 mod scanner;
 
 pub use discover::{unescape, Partitioning};
-pub use predicate::{CmpOp, ColumnFacts, Outcomes, Predicate};
+pub use predicate::{CmpOp, ColumnFacts, MayContain, Outcomes, Predicate};
 pub use scanner::{Dataset, Format, ScanOptions, ScanStream, Sources};
 
 #[cfg(test)]

@@ -71,21 +71,46 @@ impl Predicate {
     /// The columns the filter reads, each once, in the order they first appear.
     pub fn columns(&self) -> Vec<&str> {
         let mut out: Vec<&str> = Vec::new();
-        self.visit_columns(&mut |c| {
-            if !out.contains(&c) {
-                out.push(c)
+        self.visit(&mut |p| {
+            if let Predicate::Compare { column, .. }
+            | Predicate::In { column, .. }
+            | Predicate::IsNull { column } = p
+            {
+                if !out.contains(&column.as_str()) {
+                    out.push(column)
+                }
             }
         });
         out
     }
 
-    fn visit_columns<'a>(&'a self, f: &mut impl FnMut(&'a str)) {
+    /// The columns compared for equality (`=`, `!=`, `in`), each once: those a bloom filter
+    /// can answer for.
+    pub fn equality_columns(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        self.visit(&mut |p| {
+            let column = match p {
+                Predicate::Compare {
+                    column,
+                    op: CmpOp::Eq | CmpOp::NotEq,
+                    ..
+                }
+                | Predicate::In { column, .. } => column.as_str(),
+                _ => return,
+            };
+            if !out.contains(&column) {
+                out.push(column);
+            }
+        });
+        out
+    }
+
+    fn visit<'a>(&'a self, f: &mut impl FnMut(&'a Predicate)) {
+        f(self);
         match self {
-            Predicate::Compare { column, .. }
-            | Predicate::In { column, .. }
-            | Predicate::IsNull { column } => f(column),
-            Predicate::Not(p) => p.visit_columns(f),
-            Predicate::And(ps) | Predicate::Or(ps) => ps.iter().for_each(|p| p.visit_columns(f)),
+            Predicate::Not(p) => p.visit(f),
+            Predicate::And(ps) | Predicate::Or(ps) => ps.iter().for_each(|p| p.visit(f)),
+            _ => {}
         }
     }
 
@@ -398,8 +423,16 @@ impl Outcomes {
     }
 }
 
+/// A set that answers whether it may hold a value: a bloom filter. False means certainly not.
+pub trait MayContain: Send + Sync + std::fmt::Debug {
+    /// Whether the set may hold `value` (an array of one value, of any type that casts to the
+    /// column's; true whenever that cannot be told).
+    fn may_contain(&self, value: &ArrayRef) -> bool;
+}
+
 /// What is known of a column over a set of rows without reading it: bounds of its values (a
-/// row group's statistics; a partition's one value is both) and how many are null.
+/// row group's statistics; a partition's one value is both), how many are null, and a set of
+/// its values (a bloom filter).
 #[derive(Clone, Debug)]
 pub struct ColumnFacts {
     /// A lower bound of the non-null values (an array of one value), if known.
@@ -409,6 +442,8 @@ pub struct ColumnFacts {
     /// How many rows are null, if known.
     pub null_count: Option<u64>,
     pub rows: u64,
+    /// A set every non-null value is in, if known.
+    pub values: Option<std::sync::Arc<dyn MayContain>>,
 }
 
 impl ColumnFacts {
@@ -420,6 +455,7 @@ impl ColumnFacts {
             max: (!null).then_some(value),
             null_count: Some(if null { rows } else { 0 }),
             rows,
+            values: None,
         }
     }
 
@@ -490,6 +526,16 @@ impl ColumnFacts {
                 t(max, CmpOp::GtEq) != Some(false),
                 t(min, CmpOp::Lt) != Some(false) || float,
             ),
+        };
+        // A value the set certainly lacks equals no row (never said of floats: 0.0 equals
+        // -0.0, which hash apart).
+        let absent = !float
+            && matches!(op, CmpOp::Eq | CmpOp::NotEq)
+            && self.values.as_ref().is_some_and(|v| !v.may_contain(value));
+        let (may_true, may_false) = match (absent, op) {
+            (true, CmpOp::Eq) => (false, may_false),
+            (true, _) => (may_true, false),
+            (false, _) => (may_true, may_false),
         };
         if may_true {
             out = out.or_else(Outcomes::TRUE);

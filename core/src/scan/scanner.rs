@@ -14,6 +14,7 @@ use arrow_schema::{Field, FieldRef, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::file::metadata::ParquetMetaData;
 
+use super::bloom::BloomFilter;
 use super::discover::{list_files, partitions, Discovered, Partitioning};
 use super::predicate::{repeated, ColumnFacts, Outcomes, Predicate};
 use crate::error::{path_error, Error, Result};
@@ -467,17 +468,34 @@ impl Dataset {
     ) -> Result<Vec<(usize, Outcomes)>> {
         let metadata = file.metadata();
         let stats = ColumnStatistics::of(filter, file.schema(), metadata);
-        Ok((0..file.num_row_groups())
-            .filter_map(|g| {
-                let rows = metadata.row_group(g).num_rows().max(0) as u64;
-                let outcomes = filter.outcomes(&|name| {
-                    self.partition_facts(i, name, rows)
-                        .filter(|_| file.schema().index_of(name).is_err())
-                        .or_else(|| stats.facts(name, g, rows))
-                });
-                outcomes.may_keep().then_some((g, outcomes))
-            })
-            .collect())
+        let mut kept = Vec::new();
+        for g in 0..file.num_row_groups() {
+            let rows = metadata.row_group(g).num_rows().max(0) as u64;
+            let facts = |name: &str, blooms: &[(&str, Arc<BloomFilter>)]| {
+                self.partition_facts(i, name, rows)
+                    .filter(|_| file.schema().index_of(name).is_err())
+                    .or_else(|| stats.facts(name, g, rows))
+                    .map(|mut f| {
+                        if let Some((_, b)) = blooms.iter().find(|(n, _)| *n == name) {
+                            f.values = Some(b.clone());
+                        }
+                        f
+                    })
+            };
+            let mut outcomes = filter.outcomes(&|name| facts(name, &[]));
+            // Bloom filters are read only for a row group the statistics keep, and only for
+            // the columns an equality or `in` compares.
+            if outcomes.may_keep() {
+                let blooms = stats.bloom_filters(filter, file, g)?;
+                if !blooms.is_empty() {
+                    outcomes = filter.outcomes(&|name| facts(name, &blooms));
+                }
+            }
+            if outcomes.may_keep() {
+                kept.push((g, outcomes));
+            }
+        }
+        Ok(kept)
     }
 
     /// A batch of file `i` with the plan's work columns, in the dataset's types: a column the
@@ -671,6 +689,10 @@ struct GroupStatistics {
     mins: ArrayRef,
     maxes: ArrayRef,
     nulls: Option<arrow_array::UInt64Array>,
+    /// The column's leaf, Arrow type and physical type (what its bloom filter hashes).
+    leaf: usize,
+    data_type: arrow_schema::DataType,
+    physical: parquet::basic::Type,
 }
 
 impl ColumnStatistics {
@@ -690,7 +712,15 @@ impl ColumnStatistics {
                         let mins = c.row_group_mins(groups.iter()).ok()?;
                         let maxes = c.row_group_maxes(groups.iter()).ok()?;
                         let nulls = c.row_group_null_counts(groups.iter()).ok();
-                        Some(GroupStatistics { mins, maxes, nulls })
+                        let leaf = c.parquet_column_index()?;
+                        Some(GroupStatistics {
+                            mins,
+                            maxes,
+                            nulls,
+                            leaf,
+                            data_type: c.arrow_field().data_type().clone(),
+                            physical: descr.column(leaf).physical_type(),
+                        })
                     });
                 (name.to_string(), stats)
             })
@@ -700,7 +730,9 @@ impl ColumnStatistics {
 
     fn facts(&self, name: &str, group: usize, rows: u64) -> Option<ColumnFacts> {
         let (_, stats) = self.columns.iter().find(|(n, _)| n == name)?;
-        let GroupStatistics { mins, maxes, nulls } = stats.as_ref()?;
+        let GroupStatistics {
+            mins, maxes, nulls, ..
+        } = stats.as_ref()?;
         let bound =
             |a: &ArrayRef| (group < a.len() && a.is_valid(group)).then(|| a.slice(group, 1));
         Some(ColumnFacts {
@@ -711,6 +743,34 @@ impl ColumnStatistics {
                 .filter(|n| group < n.len() && n.is_valid(group))
                 .map(|n| n.value(group)),
             rows,
+            values: None,
         })
+    }
+
+    /// The bloom filters of row group `group` for the columns `filter` compares for equality
+    /// (or `in`), where the file has them.
+    fn bloom_filters<'a>(
+        &self,
+        filter: &'a Predicate,
+        file: &ParquetFile,
+        group: usize,
+    ) -> Result<Vec<(&'a str, Arc<BloomFilter>)>> {
+        let mut out = Vec::new();
+        for name in filter.equality_columns() {
+            let Some((_, Some(stats))) = self.columns.iter().find(|(n, _)| n == name) else {
+                continue;
+            };
+            if let Some(bloom) = file.bloom_filter(group, stats.leaf)? {
+                out.push((
+                    name,
+                    Arc::new(BloomFilter {
+                        filter: bloom,
+                        data_type: stats.data_type.clone(),
+                        physical: stats.physical,
+                    }),
+                ));
+            }
+        }
+        Ok(out)
     }
 }
