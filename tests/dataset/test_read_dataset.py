@@ -366,3 +366,16 @@ def test_bloom_filters_prune_what_statistics_keep(tmp_path: Path, writer: str) -
     # Row group 0 holds 2: its bloom filter says so, and its corrupt pages are read.
     with pytest.raises(ParquetError, match="f.parquet"):
         ds.to_table(filter=[("id", "=", 2)])
+
+
+def test_a_read_reuses_the_pools_contexts(hive: Path) -> None:
+    """Each file is decoded by one reader for all its columns: a context leased per column
+    for the whole chunk would need more contexts than the pool keeps, and make new ones for
+    every file."""
+    ds = zd.dataset(hive)
+    ds.to_table(threads=2)
+    before = zstdpool.pool_stats()
+    ds.to_table(threads=2)
+    after = zstdpool.pool_stats()
+    assert after["created"] == before["created"]
+    assert after["reused"] > before["reused"]

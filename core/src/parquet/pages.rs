@@ -22,9 +22,9 @@ use super::page_header::{PageSizes, WatchedSource};
 use super::reader::codec_name;
 use super::source::ParquetSource;
 use crate::codec::{plan_decompress, DecompressPlan};
-use crate::context::{DecompressParams, Decompressor};
+use crate::context::DecompressParams;
 use crate::error::{Error, Result};
-use crate::pool::{ContextPool, Lease};
+use crate::pool::ContextPool;
 
 /// Limits on what a Parquet reader allocates for data it has not seen yet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,7 +137,6 @@ impl ColumnPages {
             inner: SerializedPageReader::new(watched, &plain, rows, None)?,
             codec,
             sizes,
-            decompressor: None,
             pool: self.pool.clone(),
             limits: self.limits,
             failure: self.failure.clone(),
@@ -151,8 +150,6 @@ struct CompressedPages {
     codec: Compression,
     /// The size each page's header declares, noted as the crate reads the header.
     sizes: PageSizes,
-    /// Leased at the first zstd page, given back with the chunk.
-    decompressor: Option<Lease<Decompressor>>,
     pool: ContextPool,
     limits: ParquetLimits,
     failure: Failure,
@@ -225,10 +222,10 @@ impl CompressedPages {
     /// zstd, with a pooled context: a frame that declares its size is checked against the
     /// header's before the output is allocated; one that does not grows its output up to it.
     fn zstd(&mut self, src: &[u8], size: usize) -> Result<Vec<u8>> {
-        if self.decompressor.is_none() {
-            self.decompressor = Some(self.pool.decompressor(DecompressParams::default())?);
-        }
-        let d = self.decompressor.as_mut().expect("just leased");
+        // Leased for this page alone: a reader decodes several columns at once, each with a
+        // page reader of its own, and a lease held from page to page by every one of them
+        // would need as many contexts as columns, more than the pool keeps idle per key.
+        let mut d = self.pool.decompressor(DecompressParams::default())?;
         let plan = plan_decompress(src, size).map_err(|e| match e {
             Error::Limit(_) => Error::Parquet(format!(
                 "a page's zstd frame declares more than the {size} bytes its header declares"
@@ -370,8 +367,6 @@ impl Iterator for CompressedPages {
 impl PageReader for CompressedPages {
     fn get_next_page(&mut self) -> ::parquet::errors::Result<Option<Page>> {
         let Some(page) = self.inner.get_next_page()? else {
-            // The chunk is done: its context goes back for the next one.
-            self.decompressor = None;
             return Ok(None);
         };
         self.decompress(page).map(Some).map_err(|e| {
