@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use pyo3_arrow::{PyRecordBatch, PyTable};
 
-use zstdpool_core::error::Result;
+use zstdpool_core::error::{catch_panics, Result};
 
 const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
 
@@ -47,8 +47,9 @@ struct Remaining<R>(R);
 impl<R: NextBatch> Iterator for Remaining<R> {
     type Item = std::result::Result<RecordBatch, ArrowError>;
     fn next(&mut self) -> Option<Self::Item> {
-        self.0
-            .next_batch()
+        // The consumer calls this through the C stream interface, where a panic cannot unwind
+        // (it would abort the process): one becomes the stream's error.
+        catch_panics("reading a batch", || self.0.next_batch())
             .map_err(|e| ArrowError::ExternalError(Box::new(e)))
             .transpose()
     }

@@ -379,3 +379,93 @@ def test_a_read_reuses_the_pools_contexts(hive: Path) -> None:
     after = zstdpool.pool_stats()
     assert after["created"] == before["created"]
     assert after["reused"] > before["reused"]
+
+
+@pytest.mark.parametrize(
+    ("data", "filters"),
+    [
+        # A value the column's type cannot hold is compared in a type that holds both, as
+        # pyarrow promotes them: never cast down to the column's.
+        (pa.array([0, 1, 2], pa.int32()), [("x", "<", 1.5)]),
+        (pa.array([0, 1, 2], pa.int32()), [("x", ">=", 1.5)]),
+        (pa.array([0, 1, 2], pa.int32()), [("x", "=", 1.5)]),
+        (pa.array([0, 1, 2], pa.int32()), [("x", "in", [1.5, 2])]),
+        (pa.array([0, 1, 2], pa.int32()), [("x", "!=", 2**40)]),
+        (pa.array([0.1, 0.2], pa.float32()), [("x", "=", 0.1)]),
+        (
+            pa.array([1, 2], pa.timestamp("ms")),
+            [("x", "=", pa.scalar(1500, pa.timestamp("us")))],
+        ),
+        # 0.0 and -0.0 are equal.
+        (pa.array([-0.0, 0.0, 1.0, math.nan]), [("x", "=", 0.0)]),
+        (pa.array([-0.0, 0.0, 1.0, math.nan]), [("x", "<", 0.0)]),
+        (pa.array([-0.0, 0.0, 1.0, math.nan]), [("x", "!=", -0.0)]),
+    ],
+    ids=str,
+)
+def test_values_are_compared_as_pyarrow_compares_them(
+    tmp_path: Path, data: pa.Array, filters: list[Any]
+) -> None:
+    pq.write_table(pa.table({"x": data}), tmp_path / "f.parquet")
+    expected = pds.dataset(tmp_path).to_table(filter=pq.filters_to_expression(filters))
+    ds = zd.dataset(tmp_path)
+    assert same(ds.to_table(filter=filters), expected), filters
+    assert ds.count_rows(filter=filters) == expected.num_rows
+
+
+def test_statistics_of_another_type_or_unordered_prune_nothing(tmp_path: Path) -> None:
+    # The dataset's x is int64 (the first file's); the second file holds strings, whose
+    # statistics ("10" < "5") say nothing of the integers they are read as.
+    pq.write_table(pa.table({"x": pa.array([1, 2], pa.int64())}), tmp_path / "a.parquet")
+    pq.write_table(pa.table({"x": ["10", "20"]}), tmp_path / "b.parquet")
+    ds = zd.dataset(tmp_path)
+    assert ds.to_table(filter=[("x", ">", 5)])["x"].to_pylist() == [10, 20]
+    assert ds.count_rows(filter=[("x", ">", 5)]) == 2
+    # A value the dataset's type cannot hold is an error naming the file, not a null.
+    pq.write_table(pa.table({"x": ["abc"]}), tmp_path / "c.parquet")
+    with pytest.raises(ParameterError, match=r"column 'x' is Utf8 in .*c\.parquet"):
+        ds = zd.dataset(tmp_path)
+        ds.to_table()
+
+
+def _varint(n: int, width: int) -> bytes:
+    """`n` as a varint of exactly `width` bytes (padded with continuation bits)."""
+    out = []
+    for i in range(width):
+        byte = n & 0x7F
+        n >>= 7
+        out.append(byte | (0x80 if i < width - 1 else 0))
+    assert n == 0
+    return bytes(out)
+
+
+def test_a_hostile_bloom_filter_is_never_a_crash(tmp_path: Path) -> None:
+    data = pa.table({"x": pa.array(range(100), pa.int64())})
+    path = tmp_path / "f.parquet"
+    zp.write_table(data, path, bloom_filter_options={"x": True})
+    length = pq.read_metadata(path).row_group(0).column(0).bloom_filter_length
+    assert length is not None and length > 32
+    raw = bytearray(path.read_bytes())
+    # The footer's bloom_filter_length (field 15, an i32: 0x15 then a zigzag varint) made 32:
+    # a 16-byte header and a 16-byte bitset, a filter of no 32-byte block, whose every
+    # lookup would index out of bounds.
+    width = max(1, (2 * length).bit_length() + 6) // 7
+    old = b"\x15" + _varint(2 * length, width)
+    at = raw.rfind(old)
+    assert at > 0
+    raw[at : at + len(old)] = b"\x15" + _varint(2 * 32, width)
+    path.write_bytes(bytes(raw))
+    assert pq.read_metadata(path).row_group(0).column(0).bloom_filter_length == 32
+    ds = zd.dataset(tmp_path)
+    for _ in range(2):
+        got = ds.to_reader(filter=[("x", "=", 5)]).read_all()
+        assert got["x"].to_pylist() == [5]
+        assert ds.to_table(filter=[("x", "=", 5)])["x"].to_pylist() == [5]
+
+
+def test_files_are_read_in_pyarrows_order(tmp_path: Path) -> None:
+    for k in ("a", "a-b", "a.b"):
+        (tmp_path / f"k={k}").mkdir()
+        pq.write_table(pa.table({"v": [k]}), tmp_path / f"k={k}" / "f.parquet")
+    got = zd.dataset(tmp_path).to_table()["v"].to_pylist()
+    assert got == pds.dataset(tmp_path, partitioning="hive").to_table()["v"].to_pylist()

@@ -229,10 +229,15 @@ impl ParquetFile {
             return Ok(None);
         }
         catch_panics("reading a bloom filter", || {
-            Ok(::parquet::bloom_filter::Sbbf::read_from_column_chunk(
-                chunk,
-                &self.source,
-            )?)
+            let Some(filter) =
+                ::parquet::bloom_filter::Sbbf::read_from_column_chunk(chunk, &self.source)?
+            else {
+                return Ok(None);
+            };
+            // A bitset of no block (a hostile length) makes every later check index out of
+            // bounds: probe it here, where a panic is caught.
+            filter.check(&0i32);
+            Ok(Some(filter))
         })
         .map_err(Error::into_parquet)
     }

@@ -96,7 +96,12 @@ pub fn list_files(root: &Path, ignore: &[String]) -> Result<Vec<(PathBuf, u64)>>
             }
         }
     }
-    out.sort();
+    // By the path's bytes, as pyarrow sorts paths (a PathBuf orders by component: "k=a/"
+    // before "k=a-b/", where the bytes put "-" before "/").
+    out.sort_by(|a, b| {
+        use std::os::unix::ffi::OsStrExt;
+        a.0.as_os_str().as_bytes().cmp(b.0.as_os_str().as_bytes())
+    });
     Ok(out)
 }
 

@@ -8,6 +8,8 @@
 //! places handled here: NaN compares false with everything (arrow-rs orders it above every
 //! number), and `in` is never null (a null row is in the set only when the set holds a null).
 
+use std::sync::Arc;
+
 use arrow_arith::boolean::{and_kleene, is_not_null, is_null, not, or_kleene};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{Float16Type, Float32Type, Float64Type};
@@ -256,7 +258,7 @@ fn nan_mask(array: &dyn Array) -> Option<BooleanArray> {
 }
 
 /// Whether an array of one value holds NaN.
-fn is_nan(one: &ArrayRef) -> bool {
+pub(super) fn is_nan(one: &ArrayRef) -> bool {
     nan_mask(one.as_ref()).is_some_and(|m| m.is_valid(0) && m.value(0))
 }
 
@@ -277,11 +279,74 @@ fn kernel(
     r.map_err(|e| Error::Parameter(e.to_string()))
 }
 
+/// Whether `converted`, cast back to `original`'s type, is `original`: the cast lost nothing.
+fn round_trips(converted: &ArrayRef, original: &ArrayRef) -> bool {
+    arrow_cast::cast(converted, original.data_type())
+        .is_ok_and(|back| back.as_ref() == original.as_ref())
+}
+
+/// Negative zero made positive: 0.0 and -0.0 are equal, and arrow-rs's kernels order them
+/// apart (pyarrow's compare them equal).
+fn positive_zero(array: ArrayRef) -> ArrayRef {
+    match array.data_type() {
+        DataType::Float16 => Arc::new(array.as_primitive::<Float16Type>().unary::<_, Float16Type>(
+            |v| {
+                if v.to_f32() == 0.0 {
+                    Default::default()
+                } else {
+                    v
+                }
+            },
+        )) as ArrayRef,
+        DataType::Float32 => Arc::new(
+            array
+                .as_primitive::<Float32Type>()
+                .unary::<_, Float32Type>(|v| if v == 0.0 { 0.0 } else { v }),
+        ) as ArrayRef,
+        DataType::Float64 => Arc::new(
+            array
+                .as_primitive::<Float64Type>()
+                .unary::<_, Float64Type>(|v| if v == 0.0 { 0.0 } else { v }),
+        ) as ArrayRef,
+        _ => array,
+    }
+}
+
+/// `col` and `value` in one type that holds both exactly, as pyarrow compares them: the
+/// column's, where the value casts to it and back unchanged; else the value's, where the
+/// column casts to it (an integer column against a fraction or a value out of its range, a
+/// timestamp against a finer one, a float32 against a float64 it cannot hold).
+fn comparable(col: &ArrayRef, value: &ArrayRef) -> Result<(ArrayRef, ArrayRef)> {
+    let col = values_of(col)?;
+    let value = values_of(value)?;
+    let exact = literal_as(&value, col.data_type())
+        .ok()
+        .filter(|lit| round_trips(lit, &value));
+    let (col, lit) = match exact {
+        Some(lit) => (col, lit),
+        None => {
+            let options = CastOptions {
+                safe: false,
+                ..Default::default()
+            };
+            match cast_with_options(&col, value.data_type(), &options) {
+                Ok(widened)
+                    if value.data_type().is_numeric() || value.data_type().is_temporal() =>
+                {
+                    (widened, value)
+                }
+                // The column's type is the one to compare in: say why the value does not fit.
+                _ => (col.clone(), literal_as(&value, col.data_type())?),
+            }
+        }
+    };
+    Ok((positive_zero(col), positive_zero(lit)))
+}
+
 /// `col op value` on every row, with IEEE semantics for NaN: false for every comparison but
 /// `!=`, which is true.
 fn compare(col: &ArrayRef, op: CmpOp, value: &ArrayRef) -> Result<BooleanArray> {
-    let col = values_of(col)?;
-    let lit = literal_as(value, col.data_type())?;
+    let (col, lit) = comparable(col, value)?;
     if lit.len() != 1 {
         return Err(Error::Parameter(format!(
             "a comparison takes one value, not {}",
@@ -310,7 +375,7 @@ fn compare(col: &ArrayRef, op: CmpOp, value: &ArrayRef) -> Result<BooleanArray> 
 /// Whether each row's value is one of `values`: never null.
 fn is_in(col: &ArrayRef, values: &ArrayRef) -> Result<BooleanArray> {
     let col = values_of(col)?;
-    let values = literal_as(values, col.data_type())?;
+    let values = values_of(values)?;
     let mut acc = BooleanArray::from(vec![false; col.len()]);
     for i in 0..values.len() {
         let one = values.slice(i, 1);
@@ -318,7 +383,10 @@ fn is_in(col: &ArrayRef, values: &ArrayRef) -> Result<BooleanArray> {
             is_null(col.as_ref())?
         } else if is_nan(&one) {
             // A set matches NaN with NaN, as pyarrow's is_in does (`=` never does).
-            nan_mask(col.as_ref()).expect("a float column")
+            match nan_mask(col.as_ref()) {
+                Some(mask) => mask,
+                None => compare(&col, CmpOp::Eq, &one)?,
+            }
         } else {
             compare(&col, CmpOp::Eq, &one)?
         };
@@ -470,8 +538,7 @@ impl ColumnFacts {
     /// `bound op value` on one value each, or None when it cannot be told (types that do not
     /// compare, a value that does not fit the bound's type).
     fn test(bound: &ArrayRef, op: CmpOp, value: &ArrayRef) -> Option<bool> {
-        let bound = values_of(bound).ok()?;
-        let value = literal_as(value, bound.data_type()).ok()?;
+        let (bound, value) = comparable(bound, value).ok()?;
         let r = kernel(op, &bound, &Scalar::new(value)).ok()?;
         (r.len() == 1 && r.is_valid(0)).then(|| r.value(0))
     }

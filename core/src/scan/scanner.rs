@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arrow_array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
-use arrow_schema::{Field, FieldRef, Schema, SchemaRef};
+use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
 use parquet::file::metadata::ParquetMetaData;
 
 use super::bloom::BloomFilter;
 use super::discover::{list_files, partitions, Discovered, Partitioning};
 use super::predicate::{repeated, ColumnFacts, Outcomes, Predicate};
-use crate::error::{path_error, Error, Result};
+use crate::error::{catch_panics, path_error, Error, Result};
 use crate::ipc::decompress::ReadLimits;
 use crate::ipc::reader::FileReader;
 use crate::ipc::source::ReaderSource;
@@ -183,9 +183,10 @@ impl Dataset {
 
     fn file_schema(&self, path: &Path) -> Result<SchemaRef> {
         match self.format {
-            Format::Parquet => Ok(self.open_parquet(path, false)?.schema().clone()),
-            Format::Ipc => Ok(self.open_ipc(path)?.schema()),
+            Format::Parquet => self.open_parquet(path, false).map(|f| f.schema().clone()),
+            Format::Ipc => self.open_ipc(path).map(|r| r.schema()),
         }
+        .map_err(|e| e.at(path.display()))
     }
 
     /// Opens a Parquet file; with `whole`, a small file is read into memory in one call
@@ -204,7 +205,6 @@ impl Dataset {
             ParquetSource::file(file).map_err(cannot)?
         };
         ParquetFile::open(source, self.parquet_limits, &self.pool, Some(1))
-            .map_err(|e| e.at(path.display()))
     }
 
     fn open_ipc(&self, path: &Path) -> Result<FileReader<ReaderSource<File>>> {
@@ -215,7 +215,6 @@ impl Dataset {
             &self.pool,
             Some(1),
         )
-        .map_err(|e| e.at(path.display()))
     }
 
     fn plan(&self, options: &ScanOptions) -> Result<Plan> {
@@ -337,7 +336,12 @@ impl Dataset {
             None,
             |&(i, _)| self.found.files[i].size as usize,
             || Ok(()),
-            |_, _, &(i, outcomes)| self.read_file(plan, i, outcomes, per_file_threads),
+            |_, _, &(i, outcomes)| {
+                let path = &self.found.files[i].path;
+                catch_panics(&format!("reading {}", path.display()), || {
+                    self.read_file(plan, i, outcomes, per_file_threads)
+                })
+            },
         )
     }
 
@@ -351,9 +355,10 @@ impl Dataset {
     ) -> Result<Vec<RecordBatch>> {
         let path = &self.found.files[i].path;
         let raw = match self.format {
-            Format::Parquet => self.read_parquet(plan, i, threads)?,
-            Format::Ipc => self.read_ipc(plan, i)?,
-        };
+            Format::Parquet => self.read_parquet(plan, i, threads),
+            Format::Ipc => self.read_ipc(plan, i),
+        }
+        .map_err(|e| e.at(path.display()))?;
         let mut out = Vec::with_capacity(raw.len());
         for batch in raw {
             let batch = self
@@ -420,9 +425,7 @@ impl Dataset {
         }
         let projection = file.projection(Some(&names))?;
         if threads != Some(1) {
-            return file
-                .read(&projection, Some(&groups), threads)
-                .map_err(|e| e.at(path.display()));
+            return file.read(&projection, Some(&groups), threads);
         }
         // On one thread, the row groups are decoded by one reader into batches that span
         // them: a file of many small row groups (pyarrow's dataset writer makes them) would
@@ -434,7 +437,7 @@ impl Dataset {
             .sum();
         let mut batches = file.batches(&projection, Some(&groups), rows.clamp(1, BATCH_ROWS))?;
         let mut out = Vec::new();
-        while let Some(b) = batches.next_batch().map_err(|e| e.at(path.display()))? {
+        while let Some(b) = batches.next_batch()? {
             out.push(b);
         }
         Ok(out)
@@ -452,7 +455,7 @@ impl Dataset {
         reader.project(columns)?;
         let mut out = Vec::with_capacity(reader.num_batches());
         for b in 0..reader.num_batches() {
-            out.push(reader.batch(b).map_err(|e| e.at(path.display()))?);
+            out.push(reader.batch(b)?);
         }
         reader.release();
         Ok(out)
@@ -474,7 +477,13 @@ impl Dataset {
             let facts = |name: &str, blooms: &[(&str, Arc<BloomFilter>)]| {
                 self.partition_facts(i, name, rows)
                     .filter(|_| file.schema().index_of(name).is_err())
-                    .or_else(|| stats.facts(name, g, rows))
+                    .or_else(|| {
+                        // Statistics bound the file's values in the file's type: they say
+                        // nothing of a column the dataset reads as another type.
+                        self.same_type(file.schema(), name)
+                            .then(|| stats.facts(name, g, rows))
+                            .flatten()
+                    })
                     .map(|mut f| {
                         if let Some((_, b)) = blooms.iter().find(|(n, _)| *n == name) {
                             f.values = Some(b.clone());
@@ -486,7 +495,7 @@ impl Dataset {
             // Bloom filters are read only for a row group the statistics keep, and only for
             // the columns an equality or `in` compares.
             if outcomes.may_keep() {
-                let blooms = stats.bloom_filters(filter, file, g)?;
+                let blooms = stats.bloom_filters(filter, file, g);
                 if !blooms.is_empty() {
                     outcomes = filter.outcomes(&|name| facts(name, &blooms));
                 }
@@ -496,6 +505,22 @@ impl Dataset {
             }
         }
         Ok(kept)
+    }
+
+    /// Whether column `name` has the dataset's type in a file of schema `file` (a dictionary
+    /// of it counts as it).
+    fn same_type(&self, file: &Schema, name: &str) -> bool {
+        let values = |t: &DataType| match t {
+            DataType::Dictionary(_, v) => v.as_ref().clone(),
+            t => t.clone(),
+        };
+        match (
+            file.field_with_name(name),
+            self.schema.field_with_name(name),
+        ) {
+            (Ok(a), Ok(b)) => values(a.data_type()) == values(b.data_type()),
+            _ => false,
+        }
     }
 
     /// A batch of file `i` with the plan's work columns, in the dataset's types: a column the
@@ -513,14 +538,21 @@ impl Dataset {
                 },
             };
             let column = if column.data_type() != field.data_type() {
-                arrow_cast::cast(&column, field.data_type()).map_err(|e| {
-                    Error::Parameter(format!(
-                        "column '{name}' is {} in this file, and cannot be read as the \
-                         dataset's {}: {e}",
-                        column.data_type(),
-                        field.data_type()
-                    ))
-                })?
+                let options = arrow_cast::CastOptions {
+                    safe: false,
+                    ..Default::default()
+                };
+                arrow_cast::cast_with_options(&column, field.data_type(), &options).map_err(
+                    |e| {
+                        Error::Parameter(format!(
+                            "column '{name}' is {} in {}, and cannot be read as the \
+                             dataset's {}: {e}",
+                            column.data_type(),
+                            self.found.files[i].path.display(),
+                            field.data_type()
+                        ))
+                    },
+                )?
             } else {
                 column
             };
@@ -566,7 +598,13 @@ impl Dataset {
             None,
             |&(i, _)| self.found.files[i].size as usize,
             || Ok(()),
-            |_, _, &(i, outcomes)| self.count_file(&plan, i, outcomes),
+            |_, _, &(i, outcomes)| {
+                let path = &self.found.files[i].path;
+                catch_panics(&format!("reading {}", path.display()), || {
+                    self.count_file(&plan, i, outcomes)
+                })
+                .map_err(|e| e.into_parquet().at(path.display()))
+            },
         )?;
         Ok(counts.into_iter().sum())
     }
@@ -677,6 +715,32 @@ impl ScanStream {
     }
 }
 
+/// Whether the minimum and maximum of leaf `leaf` in `group` order values as the column's type
+/// does. The deprecated `min` and `max` fields (written where `min_value` and `max_value` are
+/// not) were ordered as signed bytes by old writers: wrong for strings, binaries and unsigned
+/// or decimal values, which pyarrow ignores them for too.
+fn min_max_trusted(group: &parquet::file::metadata::RowGroupMetaData, leaf: usize) -> bool {
+    use parquet::basic::{LogicalType, Type};
+    let chunk = group.column(leaf);
+    let Some(stats) = chunk.statistics() else {
+        return true;
+    };
+    if !stats.is_min_max_deprecated() {
+        return true;
+    }
+    let descr = chunk.column_descr();
+    let unsigned = match descr.logical_type_ref() {
+        Some(LogicalType::Integer(int)) => !int.is_signed,
+        Some(LogicalType::Decimal { .. }) => true,
+        _ => false,
+    };
+    !(unsigned
+        || matches!(
+            chunk.column_type(),
+            Type::BYTE_ARRAY | Type::FIXED_LEN_BYTE_ARRAY
+        ))
+}
+
 /// The statistics of the filter's columns, for every row group of a file: arrays of minima,
 /// maxima and null counts by row group, read from the footer by the parquet crate.
 struct ColumnStatistics {
@@ -689,6 +753,8 @@ struct GroupStatistics {
     mins: ArrayRef,
     maxes: ArrayRef,
     nulls: Option<arrow_array::UInt64Array>,
+    /// By row group, whether its minimum and maximum can be trusted.
+    trusted: Vec<bool>,
     /// The column's leaf, Arrow type and physical type (what its bloom filter hashes).
     leaf: usize,
     data_type: arrow_schema::DataType,
@@ -713,10 +779,12 @@ impl ColumnStatistics {
                         let maxes = c.row_group_maxes(groups.iter()).ok()?;
                         let nulls = c.row_group_null_counts(groups.iter()).ok();
                         let leaf = c.parquet_column_index()?;
+                        let trusted = groups.iter().map(|g| min_max_trusted(g, leaf)).collect();
                         Some(GroupStatistics {
                             mins,
                             maxes,
                             nulls,
+                            trusted,
                             leaf,
                             data_type: c.arrow_field().data_type().clone(),
                             physical: descr.column(leaf).physical_type(),
@@ -733,8 +801,13 @@ impl ColumnStatistics {
         let GroupStatistics {
             mins, maxes, nulls, ..
         } = stats.as_ref()?;
-        let bound =
-            |a: &ArrayRef| (group < a.len() && a.is_valid(group)).then(|| a.slice(group, 1));
+        let trusted = stats.as_ref()?.trusted.get(group).copied().unwrap_or(false);
+        // A NaN bound (a writer that let NaN into its statistics) bounds nothing.
+        let bound = |a: &ArrayRef| {
+            (trusted && group < a.len() && a.is_valid(group))
+                .then(|| a.slice(group, 1))
+                .filter(|b| !super::predicate::is_nan(b))
+        };
         Some(ColumnFacts {
             min: bound(mins),
             max: bound(maxes),
@@ -749,18 +822,20 @@ impl ColumnStatistics {
 
     /// The bloom filters of row group `group` for the columns `filter` compares for equality
     /// (or `in`), where the file has them.
+    /// A bloom filter that cannot be read prunes nothing (it is only an index: pyarrow reads
+    /// such a file too).
     fn bloom_filters<'a>(
         &self,
         filter: &'a Predicate,
         file: &ParquetFile,
         group: usize,
-    ) -> Result<Vec<(&'a str, Arc<BloomFilter>)>> {
+    ) -> Vec<(&'a str, Arc<BloomFilter>)> {
         let mut out = Vec::new();
         for name in filter.equality_columns() {
             let Some((_, Some(stats))) = self.columns.iter().find(|(n, _)| n == name) else {
                 continue;
             };
-            if let Some(bloom) = file.bloom_filter(group, stats.leaf)? {
+            if let Ok(Some(bloom)) = file.bloom_filter(group, stats.leaf) {
                 out.push((
                     name,
                     Arc::new(BloomFilter {
@@ -771,6 +846,6 @@ impl ColumnStatistics {
                 ));
             }
         }
-        Ok(out)
+        out
     }
 }
