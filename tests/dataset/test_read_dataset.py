@@ -45,15 +45,20 @@ def values_table() -> pa.Table:
 
 @pytest.fixture(scope="module")
 def hive(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """values_table() in Hive directories by k and s, in row groups of 25 rows, with bloom
-    filters on n, t and id (so that the filter tests check their pruning too)."""
+    """values_table() in Hive directories by k and s, in row groups of 25 rows and pages of 4,
+    with bloom filters on n, t and id (so that the filter tests check the pruning of pages and
+    by bloom filters too)."""
     d = tmp_path_factory.mktemp("hive")
     blooms = {"n": True, "t": True, "id": True}
     zd.write_dataset(
         values_table(),
         d,
         partitioning=["k", "s"],
-        file_options={"row_group_size": 25, "bloom_filter_options": blooms},
+        file_options={
+            "row_group_size": 25,
+            "max_rows_per_page": 4,
+            "bloom_filter_options": blooms,
+        },
     )
     return d
 
@@ -469,3 +474,22 @@ def test_files_are_read_in_pyarrows_order(tmp_path: Path) -> None:
         pq.write_table(pa.table({"v": [k]}), tmp_path / f"k={k}" / "f.parquet")
     got = zd.dataset(tmp_path).to_table()["v"].to_pylist()
     assert got == pds.dataset(tmp_path, partitioning="hive").to_table()["v"].to_pylist()
+
+
+def test_pages_the_page_index_rules_out_are_never_read(tmp_path: Path) -> None:
+    data = pa.table({"id": pa.array(range(100), pa.int64()), "v": [f"v{i:03}" for i in range(100)]})
+    path = tmp_path / "f.parquet"
+    zp.write_table(data, path, max_rows_per_page=10, use_dictionary=False)
+    meta = pq.read_metadata(path)
+    assert meta.num_row_groups == 1
+    raw = bytearray(path.read_bytes())
+    for c in range(2):
+        at = meta.row_group(0).column(c).data_page_offset
+        raw[at : at + 8] = b"\xa5" * 8  # the first page's header: rows 0-9 of each column
+    path.write_bytes(bytes(raw))
+    ds = zd.dataset(tmp_path)
+    got = ds.to_table(filter=[("id", ">=", 42), ("id", "<", 57)])
+    assert got["v"].to_pylist() == [f"v{i:03}" for i in range(42, 57)]
+    assert ds.count_rows(filter=[("id", ">=", 10)]) == 90
+    with pytest.raises(ParquetError, match="f.parquet"):
+        ds.to_table(filter=[("id", "<", 5)])

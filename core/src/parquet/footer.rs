@@ -12,12 +12,15 @@ const MAX_DEPTH: usize = 64;
 
 /// Checks `footer`'s Thrift structure (a FileMetaData struct).
 pub(crate) fn check_footer(footer: &[u8]) -> Result<()> {
-    let mut walk = Walk {
-        bytes: footer,
-        at: 0,
-    };
+    check_struct(footer, "footer")
+}
+
+/// Checks that `bytes` start with one Thrift struct of sound structure: a page index's column
+/// or offset index, which the crate decodes as it decodes the footer.
+pub(crate) fn check_struct(bytes: &[u8], what: &str) -> Result<()> {
+    let mut walk = Walk { bytes, at: 0 };
     walk.structure(0)
-        .map_err(|why| Error::Parquet(format!("corrupt Parquet footer: {why}")))
+        .map_err(|why| Error::Parquet(format!("corrupt Parquet {what}: {why}")))
 }
 
 struct Walk<'a> {

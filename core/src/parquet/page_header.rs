@@ -251,6 +251,9 @@ pub(crate) struct PageWatch {
 pub(crate) struct WatchedSource {
     pub(crate) inner: ParquetSource,
     pub(crate) watch: PageSizes,
+    /// Where the chunk's pages start, sorted, when the crate reads them by the offset index:
+    /// it then asks for a page's header and body in one range, whose start is one of these.
+    pub(crate) page_starts: Vec<u64>,
 }
 
 impl Length for WatchedSource {
@@ -272,6 +275,13 @@ impl ChunkReader for WatchedSource {
     }
 
     fn get_bytes(&self, start: u64, length: usize) -> ::parquet::errors::Result<Bytes> {
+        if self.page_starts.binary_search(&start).is_ok() {
+            // A whole page, its header first.
+            let page = self.inner.get_bytes(start, length)?;
+            let mut watch = self.watch.lock().unwrap_or_else(|p| p.into_inner());
+            watch.next = Some(uncompressed_page_size(&page));
+            return Ok(page);
+        }
         let mut watch = self.watch.lock().unwrap_or_else(|p| p.into_inner());
         let header_at = watch.reads.iter().flatten().copied().find(|&at| at < start);
         watch.next = Some(match header_at {

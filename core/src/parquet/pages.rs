@@ -108,19 +108,27 @@ impl Iterator for ColumnPages {
 impl PageIterator for ColumnPages {}
 
 impl ColumnPages {
-    fn open(&self, group: usize) -> ::parquet::errors::Result<Box<dyn PageReader>> {
-        let group = self.metadata.row_group(group);
+    fn open(&self, group_index: usize) -> ::parquet::errors::Result<Box<dyn PageReader>> {
+        let group = self.metadata.row_group(group_index);
         let chunk = group.column(self.column);
         let rows = usize::try_from(group.num_rows()).map_err(|_| {
             ParquetError::General(format!("negative row count {}", group.num_rows()))
         })?;
         let source = Arc::new(self.source.clone());
         let codec = chunk.compression();
+        // With the file's offset index, the crate reads pages by their locations, and a page a
+        // row selection skips is never read.
+        let locations = self
+            .metadata
+            .offset_index()
+            .and_then(|index| index.get(group_index)?.get(self.column))
+            .map(|index| index.page_locations().clone())
+            .filter(|l| !l.is_empty());
         // Uncompressed chunks have nothing to allocate from a header; LZO is refused by the
         // crate.
         if matches!(codec, Compression::UNCOMPRESSED | Compression::LZO) {
             return Ok(Box::new(SerializedPageReader::new(
-                source, chunk, rows, None,
+                source, chunk, rows, locations,
             )?));
         }
         let plain = chunk
@@ -129,12 +137,25 @@ impl ColumnPages {
             .set_compression(Compression::UNCOMPRESSED)
             .build()?;
         let sizes = PageSizes::default();
+        let mut page_starts: Vec<u64> = locations
+            .iter()
+            .flatten()
+            .filter_map(|l| u64::try_from(l.offset).ok())
+            .collect();
+        if locations.is_some() {
+            // Read by location too: the dictionary page, before the first data page.
+            if let Some(at) = chunk.dictionary_page_offset() {
+                page_starts.extend(u64::try_from(at).ok());
+            }
+        }
+        page_starts.sort_unstable();
         let watched = Arc::new(WatchedSource {
             inner: self.source.clone(),
             watch: sizes.clone(),
+            page_starts,
         });
         Ok(Box::new(CompressedPages {
-            inner: SerializedPageReader::new(watched, &plain, rows, None)?,
+            inner: SerializedPageReader::new(watched, &plain, rows, locations)?,
             codec,
             sizes,
             pool: self.pool.clone(),

@@ -8,13 +8,15 @@ use std::sync::Arc;
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use ::parquet::arrow::{parquet_to_arrow_field_levels, parquet_to_arrow_schema_by_columns};
 use ::parquet::arrow::{FieldLevels, ProjectionMask};
-use ::parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData};
+use ::parquet::file::metadata::{
+    PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData,
+};
 use ::parquet::file::reader::{ChunkReader, Length};
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
 
 use super::dictionary::writes_given_dictionary;
-use super::footer::check_footer;
+use super::footer::{check_footer, check_struct};
 use super::pages::{Failure, ParquetLimits, PooledRowGroups};
 use super::source::ParquetSource;
 use crate::error::{catch_panics, Error, Result};
@@ -214,6 +216,58 @@ impl ParquetFile {
 
     pub fn num_row_groups(&self) -> usize {
         self.metadata.num_row_groups()
+    }
+
+    /// Reads the file's page index (each column chunk's column and offset index), where it
+    /// has one: page statistics for pruning, and page locations with which pages a read skips
+    /// are never read. Each index is checked as the footer is before the crate decodes it.
+    /// Returns whether the file has one.
+    pub fn load_page_index(&mut self) -> Result<bool> {
+        if self.metadata.offset_index().is_some() {
+            return Ok(true);
+        }
+        let mut any = false;
+        for group in self.metadata.row_groups() {
+            for chunk in group.columns() {
+                for (offset, length, what) in [
+                    (
+                        chunk.column_index_offset(),
+                        chunk.column_index_length(),
+                        "column index",
+                    ),
+                    (
+                        chunk.offset_index_offset(),
+                        chunk.offset_index_length(),
+                        "offset index",
+                    ),
+                ] {
+                    let (Some(offset), Some(length)) = (offset, length) else {
+                        continue;
+                    };
+                    let (Ok(offset), Ok(length)) = (u64::try_from(offset), usize::try_from(length))
+                    else {
+                        return Err(Error::Parquet(format!(
+                            "corrupt Parquet footer: a {what} at {offset} of {length} bytes"
+                        )));
+                    };
+                    check_struct(&self.source.get_bytes(offset, length)?, what)?;
+                    any = true;
+                }
+            }
+        }
+        if !any {
+            return Ok(false);
+        }
+        let metadata = catch_panics("reading the page index", || {
+            let mut reader = ParquetMetaDataReader::new_with_metadata((*self.metadata).clone())
+                .with_page_index_policy(PageIndexPolicy::Optional);
+            reader.read_page_indexes(&self.source)?;
+            Ok(reader.finish()?)
+        })
+        .map_err(|e| e.into_parquet().at("corrupt Parquet page index"))?;
+        let has = metadata.offset_index().is_some();
+        self.metadata = Arc::new(metadata);
+        Ok(has)
     }
 
     /// The bloom filter of leaf column `leaf` in row group `group`, where the file has one.
@@ -440,6 +494,18 @@ impl ParquetFile {
         row_groups: Option<&[usize]>,
         batch_size: usize,
     ) -> Result<Batches> {
+        self.selected_batches(projection, row_groups, batch_size, None)
+    }
+
+    /// As [`ParquetFile::batches`], of the rows `selection` selects in those row groups (a
+    /// page none of whose rows is selected is not read where the page index is loaded).
+    pub fn selected_batches(
+        &self,
+        projection: &Projection,
+        row_groups: Option<&[usize]>,
+        batch_size: usize,
+        selection: Option<::parquet::arrow::arrow_reader::RowSelection>,
+    ) -> Result<Batches> {
         if batch_size == 0 {
             return Err(Error::Parameter("batch_size must be at least 1 row".into()));
         }
@@ -456,7 +522,7 @@ impl ParquetFile {
             &levels,
             &self.row_groups(groups, &failure),
             batch_size,
-            None,
+            selection,
         )?;
         // The crate returns columns in file order; a projection may ask for another.
         let mut by_file_order: Vec<usize> = (0..projection.roots.len()).collect();

@@ -5,6 +5,7 @@
 
 mod bloom;
 mod discover;
+mod page_prune;
 mod predicate;
 mod scanner;
 

@@ -12,10 +12,12 @@ use std::sync::Arc;
 use arrow_array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
 use parquet::arrow::arrow_reader::statistics::StatisticsConverter;
+use parquet::arrow::arrow_reader::RowSelection;
 use parquet::file::metadata::ParquetMetaData;
 
 use super::bloom::BloomFilter;
 use super::discover::{list_files, partitions, Discovered, Partitioning};
+use super::page_prune::row_selection;
 use super::predicate::{repeated, ColumnFacts, Outcomes, Predicate};
 use crate::error::{catch_panics, path_error, Error, Result};
 use crate::ipc::decompress::ReadLimits;
@@ -407,24 +409,25 @@ impl Dataset {
         threads: Option<usize>,
     ) -> Result<Vec<RecordBatch>> {
         let path = &self.found.files[i].path;
-        let file = self.open_parquet(path, true)?;
+        let mut file = self.open_parquet(path, true)?;
         let names: Vec<String> = self
             .file_columns(plan, file.schema())
             .into_iter()
             .map(str::to_string)
             .collect();
-        let groups = match &plan.filter {
+        let kept = match &plan.filter {
             Some(f) => self.row_groups_kept(f, i, &file)?,
             None => (0..file.num_row_groups())
                 .map(|g| (g, Outcomes::TRUE))
                 .collect(),
         };
-        let groups: Vec<usize> = groups.into_iter().map(|(g, _)| g).collect();
-        if groups.is_empty() {
+        if kept.is_empty() {
             return Ok(Vec::new());
         }
+        let selection = self.pages_kept(plan, i, &mut file, &kept)?;
+        let groups: Vec<usize> = kept.into_iter().map(|(g, _)| g).collect();
         let projection = file.projection(Some(&names))?;
-        if threads != Some(1) {
+        if threads != Some(1) && selection.is_none() {
             return file.read(&projection, Some(&groups), threads);
         }
         // On one thread, the row groups are decoded by one reader into batches that span
@@ -435,7 +438,12 @@ impl Dataset {
             .iter()
             .map(|&g| metadata.row_group(g).num_rows().max(0) as usize)
             .sum();
-        let mut batches = file.batches(&projection, Some(&groups), rows.clamp(1, BATCH_ROWS))?;
+        let mut batches = file.selected_batches(
+            &projection,
+            Some(&groups),
+            rows.clamp(1, BATCH_ROWS),
+            selection,
+        )?;
         let mut out = Vec::new();
         while let Some(b) = batches.next_batch()? {
             out.push(b);
@@ -505,6 +513,34 @@ impl Dataset {
             }
         }
         Ok(kept)
+    }
+
+    /// The rows of the kept row groups that the page index cannot rule out, where a filter
+    /// keeps some groups only in part (the index is read only then); None to read them all.
+    fn pages_kept(
+        &self,
+        plan: &Plan,
+        i: usize,
+        file: &mut ParquetFile,
+        kept: &[(usize, Outcomes)],
+    ) -> Result<Option<RowSelection>> {
+        let Some(filter) = &plan.filter else {
+            return Ok(None);
+        };
+        if kept.iter().all(|(_, o)| o.keeps_all()) || !file.load_page_index()? {
+            return Ok(None);
+        }
+        let schema = file.schema().clone();
+        row_selection(
+            filter,
+            file,
+            kept,
+            &|name| self.same_type(&schema, name),
+            &|name, rows| {
+                self.partition_facts(i, name, rows)
+                    .filter(|_| schema.index_of(name).is_err())
+            },
+        )
     }
 
     /// Whether column `name` has the dataset's type in a file of schema `file` (a dictionary
@@ -620,7 +656,7 @@ impl Dataset {
                 Ok(batches.iter().map(|b| b.num_rows() as u64).sum())
             }
             Format::Parquet => {
-                let file = self.open_parquet(path, false)?;
+                let mut file = self.open_parquet(path, false)?;
                 let Some(filter) = &plan.filter else {
                     return Ok(file.metadata().file_metadata().num_rows().max(0) as u64);
                 };
@@ -631,7 +667,7 @@ impl Dataset {
                     if o.keeps_all() {
                         rows += file.metadata().row_group(g).num_rows().max(0) as u64;
                     } else {
-                        to_read.push(g);
+                        to_read.push((g, o));
                     }
                 }
                 if !to_read.is_empty() {
@@ -640,8 +676,12 @@ impl Dataset {
                         .into_iter()
                         .map(str::to_string)
                         .collect();
+                    let selection = self.pages_kept(plan, i, &mut file, &to_read)?;
+                    let groups: Vec<usize> = to_read.iter().map(|(g, _)| *g).collect();
                     let projection = file.projection(Some(&names))?;
-                    for batch in file.read(&projection, Some(&to_read), Some(1))? {
+                    let mut batches =
+                        file.selected_batches(&projection, Some(&groups), BATCH_ROWS, selection)?;
+                    while let Some(batch) = batches.next_batch()? {
                         let batch = self.conform(plan, i, batch)?;
                         let keep = filter.evaluate(&batch)?;
                         rows += keep.true_count() as u64;

@@ -225,3 +225,43 @@ fn outcomes_follow_kleene_logic() {
     let is_null = Predicate::IsNull { column: "k".into() };
     assert!(is_null.outcomes(&|_| Some(null.clone())).keeps_all());
 }
+
+#[test]
+fn pages_the_page_index_rules_out_are_left_out_of_the_selection() {
+    use parquet::file::properties::EnabledStatistics;
+    let root = tempdir("pages");
+    let schema = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![Arc::new(Int64Array::from_iter_values(0..100))],
+    )
+    .unwrap();
+    let props = WriterProperties::builder()
+        .set_data_page_row_count_limit(10)
+        .set_write_batch_size(10)
+        .set_statistics_enabled(EnabledStatistics::Page)
+        .build();
+    let path = root.join("a.parquet");
+    let mut w =
+        ArrowWriter::try_new(std::fs::File::create(&path).unwrap(), schema, Some(props)).unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let ds = open(&root);
+    let mut file = ds.open_parquet(&path, true).unwrap();
+    assert!(file.load_page_index().unwrap());
+    let filter = Predicate::And(vec![
+        cmp("id", CmpOp::GtEq, Int64Array::from(vec![42])),
+        cmp("id", CmpOp::Lt, Int64Array::from(vec![57])),
+    ]);
+    let kept = ds.row_groups_kept(&filter, 0, &file).unwrap();
+    let selection =
+        super::page_prune::row_selection(&filter, &file, &kept, &|_| true, &|_, _| None)
+            .unwrap()
+            .expect("pages pruned");
+    // Pages of rows 40-49 and 50-59 only.
+    assert_eq!(selection.row_count(), 20);
+    assert_eq!(selection.skipped_row_count(), 80);
+    let batches = ds.read(&with(&filter, Some(1))).unwrap();
+    assert_eq!(ids(&batches), (42..57).collect::<Vec<_>>());
+    std::fs::remove_dir_all(&root).unwrap();
+}
