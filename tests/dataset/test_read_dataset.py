@@ -113,9 +113,8 @@ def test_datasets_pyarrow_and_polars_wrote_read_as_pyarrow_reads_them(tmp_path: 
 
 def test_datasets_duckdb_wrote_read_as_pyarrow_reads_them(tmp_path: Path) -> None:
     duckdb = pytest.importorskip("duckdb")
-    data = values_table()
     out = tmp_path / "dd"
-    duckdb.sql("select * from data").write_parquet(str(out), partition_by=["k"])
+    duckdb.from_arrow(values_table()).write_parquet(str(out), partition_by=["k"])
     expected = pds.dataset(out, partitioning="hive")
     got = zd.dataset(out)
     assert same(by_id(got.to_table()), by_id(expected.to_table()))
