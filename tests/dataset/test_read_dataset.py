@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime
 import math
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -415,7 +416,17 @@ def test_a_read_reuses_the_pools_contexts(hive: Path) -> None:
             pa.array([1, 2], pa.timestamp("ms")),
             [("x", "=", pa.scalar(1500, pa.timestamp("us")))],
         ),
-        # 0.0 and -0.0 are equal.
+        # A finer decimal, and a fraction against integers, are never rounded into the
+        # column's type.
+        (
+            pa.array([Decimal("1.00"), Decimal("999.99")], pa.decimal128(5, 2)),
+            [("x", "=", Decimal("1.001"))],
+        ),
+        (pa.array([1, 5, 100], pa.int64()), [("x", "<", Decimal("1.5"))]),
+        (pa.array([1, 5, 100], pa.int64()), [("x", "=", Decimal("1.5"))]),
+        # 0.0 and -0.0 are equal in comparisons, apart in `in` (pyarrow hashes the set).
+        (pa.array([0.0, -0.0, 1.0]), [("x", "in", [0.0])]),
+        (pa.array([0.0, -0.0, 1.0]), [("x", "not in", [-0.0])]),
         (pa.array([-0.0, 0.0, 1.0, math.nan]), [("x", "=", 0.0)]),
         (pa.array([-0.0, 0.0, 1.0, math.nan]), [("x", "<", 0.0)]),
         (pa.array([-0.0, 0.0, 1.0, math.nan]), [("x", "!=", -0.0)]),
@@ -430,6 +441,31 @@ def test_values_are_compared_as_pyarrow_compares_them(
     ds = zd.dataset(tmp_path)
     assert same(ds.to_table(filter=filters), expected), filters
     assert ds.count_rows(filter=filters) == expected.num_rows
+
+
+@pytest.mark.parametrize(
+    ("data", "filters"),
+    [
+        (pa.array(["1", "05", "10"]), [("x", "<", 10)]),
+        (pa.array([1, 2]), [("x", "=", "1")]),
+        (pa.array([True, False]), [("x", "=", 1)]),
+        (
+            pa.array([1, 2], pa.timestamp("ms", tz="UTC")),
+            [("x", "=", pa.scalar(1, pa.timestamp("ms")))],
+        ),
+    ],
+    ids=str,
+)
+def test_values_pyarrow_cannot_compare_are_refused(
+    tmp_path: Path, data: pa.Array, filters: list[Any]
+) -> None:
+    pq.write_table(pa.table({"x": data}), tmp_path / "f.parquet")
+    with pytest.raises(pa.ArrowException):
+        pds.dataset(tmp_path).to_table(filter=pq.filters_to_expression(filters))
+    with pytest.raises(
+        ParameterError, match="filter on column 'x': the value .* cannot be compared"
+    ):
+        zd.dataset(tmp_path).to_table(filter=filters)
 
 
 def test_statistics_of_another_type_or_unordered_prune_nothing(tmp_path: Path) -> None:

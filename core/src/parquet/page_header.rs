@@ -290,9 +290,7 @@ impl ChunkReader for WatchedSource {
                 .get_bytes(at, (start - at) as usize)
                 .map_err(Error::from)
                 .and_then(|header| uncompressed_page_size(&header)),
-            None => Err(Error::Parquet(
-                "a page was read without its header (a page index is not used here)".into(),
-            )),
+            None => Err(Error::Parquet("a page was read without its header".into())),
         });
         drop(watch);
         self.inner.get_bytes(start, length)

@@ -14,6 +14,7 @@ use ::parquet::basic::Compression;
 use ::parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
 use ::parquet::errors::ParquetError;
 use ::parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use ::parquet::file::page_index::offset_index::PageLocation;
 use ::parquet::file::serialized_reader::SerializedPageReader;
 use bytes::Bytes;
 
@@ -123,7 +124,7 @@ impl ColumnPages {
             .offset_index()
             .and_then(|index| index.get(group_index)?.get(self.column))
             .map(|index| index.page_locations().clone())
-            .filter(|l| !l.is_empty());
+            .filter(|l| tiles(l, chunk.byte_range(), rows));
         // Uncompressed chunks have nothing to allocate from a header; LZO is refused by the
         // crate.
         if matches!(codec, Compression::UNCOMPRESSED | Compression::LZO) {
@@ -142,10 +143,12 @@ impl ColumnPages {
             .flatten()
             .filter_map(|l| u64::try_from(l.offset).ok())
             .collect();
-        if locations.is_some() {
-            // Read by location too: the dictionary page, before the first data page.
-            if let Some(at) = chunk.dictionary_page_offset() {
-                page_starts.extend(u64::try_from(at).ok());
+        if let Some(first) = locations.as_ref().and_then(|l| l.first()) {
+            // What lies before the first data page (a dictionary page) is read by location
+            // too, from the chunk's start.
+            let start = chunk.byte_range().0;
+            if u64::try_from(first.offset).ok() != Some(start) {
+                page_starts.push(start);
             }
         }
         page_starts.sort_unstable();
@@ -163,6 +166,40 @@ impl ColumnPages {
             failure: self.failure.clone(),
         }))
     }
+}
+
+/// Whether `locations` (a chunk's offset index) tile its data pages exactly: contiguous,
+/// ending where the chunk ends, each page's first row after the previous one's, the first at
+/// row 0. Locations that do not (a hostile or broken index) are not used: the chunk is then
+/// read page after page from its start, as without an offset index.
+fn tiles(locations: &[PageLocation], (start, len): (u64, u64), rows: usize) -> bool {
+    let Some(first) = locations.first() else {
+        return false;
+    };
+    let end = start.saturating_add(len);
+    let mut at = match u64::try_from(first.offset) {
+        Ok(at) if at >= start => at,
+        _ => return false,
+    };
+    let mut previous_row: Option<i64> = None;
+    for l in locations {
+        let (Ok(offset), Ok(size)) = (
+            u64::try_from(l.offset),
+            u64::try_from(l.compressed_page_size),
+        ) else {
+            return false;
+        };
+        let row_ok = match previous_row {
+            None => l.first_row_index == 0,
+            Some(p) => l.first_row_index > p,
+        };
+        if offset != at || size == 0 || !row_ok || l.first_row_index >= rows.max(1) as i64 {
+            return false;
+        }
+        previous_row = Some(l.first_row_index);
+        at = offset.saturating_add(size);
+    }
+    at == end
 }
 
 /// A compressed chunk's pages, each decompressed as it is read.

@@ -221,8 +221,13 @@ impl ParquetFile {
     /// Reads the file's page index (each column chunk's column and offset index), where it
     /// has one: page statistics for pruning, and page locations with which pages a read skips
     /// are never read. Each index is checked as the footer is before the crate decodes it.
-    /// Returns whether the file has one.
-    pub fn load_page_index(&mut self) -> Result<bool> {
+    /// Returns whether the file has one; an index that cannot be read is treated as absent
+    /// (it is only an index: the file reads without it, as pyarrow reads it).
+    pub fn load_page_index(&mut self) -> bool {
+        self.try_load_page_index().unwrap_or(false)
+    }
+
+    fn try_load_page_index(&mut self) -> Result<bool> {
         if self.metadata.offset_index().is_some() {
             return Ok(true);
         }

@@ -89,6 +89,7 @@ pub(super) fn row_selection(
                         column_index,
                         offset_index,
                         g,
+                        rows,
                     ))
                 })
                 .ok()
@@ -136,6 +137,7 @@ fn page_statistics(
     column_index: &parquet::file::metadata::ParquetColumnIndex,
     offset_index: &parquet::file::metadata::ParquetOffsetIndex,
     group: usize,
+    group_rows: u64,
 ) -> Option<ColumnPages> {
     let converter = StatisticsConverter::try_new(name, schema, descr).ok()?;
     let leaf = converter.parquet_column_index()?;
@@ -145,7 +147,10 @@ fn page_statistics(
         .iter()
         .map(|l| u64::try_from(l.first_row_index).ok())
         .collect::<Option<_>>()?;
-    if starts.first() != Some(&0) || starts.windows(2).any(|w| w[0] >= w[1]) {
+    if starts.first() != Some(&0)
+        || starts.windows(2).any(|w| w[0] >= w[1])
+        || starts.last().is_some_and(|&l| l >= group_rows.max(1))
+    {
         return None;
     }
     let mins = converter

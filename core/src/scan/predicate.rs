@@ -312,41 +312,115 @@ fn positive_zero(array: ArrayRef) -> ArrayRef {
     }
 }
 
+/// The kinds of value pyarrow compares with each other: a value of another kind (a string
+/// against integers, a number against booleans) is refused, as pyarrow refuses it.
+#[derive(PartialEq, Eq, Debug)]
+enum Kind {
+    Number,
+    Time,
+    Text,
+    Bool,
+    Null,
+    Other,
+}
+
+fn kind(t: &DataType) -> Kind {
+    match t {
+        DataType::Null => Kind::Null,
+        DataType::Boolean => Kind::Bool,
+        t if t.is_numeric() => Kind::Number,
+        t if t.is_temporal() => Kind::Time,
+        DataType::Utf8
+        | DataType::LargeUtf8
+        | DataType::Utf8View
+        | DataType::Binary
+        | DataType::LargeBinary
+        | DataType::BinaryView
+        | DataType::FixedSizeBinary(_) => Kind::Text,
+        _ => Kind::Other,
+    }
+}
+
 /// `col` and `value` in one type that holds both exactly, as pyarrow compares them: the
 /// column's, where the value casts to it and back unchanged; else the value's, where the
-/// column casts to it (an integer column against a fraction or a value out of its range, a
-/// timestamp against a finer one, a float32 against a float64 it cannot hold).
-fn comparable(col: &ArrayRef, value: &ArrayRef) -> Result<(ArrayRef, ArrayRef)> {
+/// column casts to it (an integer column against a value out of its range, a timestamp
+/// against a finer one, a float32 against a float64 it cannot hold); else, for numbers,
+/// float64 (a decimal against a finer decimal, an integer against a fraction). The value is
+/// never rounded into the column's type. Values of different kinds, and a timestamp with a
+/// zone against one without, are refused as pyarrow refuses them. With `zero_equal`, -0.0 is
+/// made 0.0 (comparisons; pyarrow's `in` matches them apart).
+fn comparable(col: &ArrayRef, value: &ArrayRef, zero_equal: bool) -> Result<(ArrayRef, ArrayRef)> {
     let col = values_of(col)?;
     let value = values_of(value)?;
-    let exact = literal_as(&value, col.data_type())
+    let (ct, vt) = (col.data_type().clone(), value.data_type().clone());
+    let (ck, vk) = (kind(&ct), kind(&vt));
+    let mixed_zones = match (&ct, &vt) {
+        (DataType::Timestamp(_, a), DataType::Timestamp(_, b)) => a.is_some() != b.is_some(),
+        _ => false,
+    };
+    if (ck != vk && ck != Kind::Null && vk != Kind::Null) || mixed_zones {
+        return Err(Error::Parameter(format!(
+            "the value {} ({vt}) cannot be compared with values of type {ct}",
+            display_value(&value)
+        )));
+    }
+    let options = CastOptions {
+        safe: false,
+        ..Default::default()
+    };
+    let exact = literal_as(&value, &ct)
         .ok()
         .filter(|lit| round_trips(lit, &value));
-    let (col, lit) = match exact {
-        Some(lit) => (col, lit),
-        None => {
-            let options = CastOptions {
-                safe: false,
-                ..Default::default()
-            };
-            match cast_with_options(&col, value.data_type(), &options) {
-                Ok(widened)
-                    if value.data_type().is_numeric() || value.data_type().is_temporal() =>
-                {
-                    (widened, value)
-                }
-                // The column's type is the one to compare in: say why the value does not fit.
-                _ => (col.clone(), literal_as(&value, col.data_type())?),
+    let (col, lit) = if let Some(lit) = exact {
+        (col, lit)
+    } else if let Ok(widened) = cast_with_options(&col, &vt, &options) {
+        (widened, value)
+    } else if ck == Kind::Number {
+        let f = DataType::Float64;
+        match (
+            cast_with_options(&col, &f, &options),
+            cast_with_options(&value, &f, &options),
+        ) {
+            (Ok(c), Ok(v)) => (c, v),
+            _ => {
+                return Err(literal_as(&value, &ct)
+                    .err()
+                    .unwrap_or_else(|| unfit(&value, &ct)))
             }
         }
+    } else {
+        return Err(literal_as(&value, &ct)
+            .err()
+            .unwrap_or_else(|| unfit(&value, &ct)));
     };
-    Ok((positive_zero(col), positive_zero(lit)))
+    Ok(match zero_equal {
+        true => (positive_zero(col), positive_zero(lit)),
+        false => (col, lit),
+    })
+}
+
+fn unfit(value: &ArrayRef, to: &DataType) -> Error {
+    Error::Parameter(format!(
+        "the value {} ({}) cannot be compared with values of type {to}",
+        display_value(value),
+        value.data_type()
+    ))
 }
 
 /// `col op value` on every row, with IEEE semantics for NaN: false for every comparison but
 /// `!=`, which is true.
 fn compare(col: &ArrayRef, op: CmpOp, value: &ArrayRef) -> Result<BooleanArray> {
-    let (col, lit) = comparable(col, value)?;
+    compare_zeros(col, op, value, true)
+}
+
+/// `compare`, with -0.0 equal to 0.0 or (for `in`) apart from it.
+fn compare_zeros(
+    col: &ArrayRef,
+    op: CmpOp,
+    value: &ArrayRef,
+    zero_equal: bool,
+) -> Result<BooleanArray> {
+    let (col, lit) = comparable(col, value, zero_equal)?;
     if lit.len() != 1 {
         return Err(Error::Parameter(format!(
             "a comparison takes one value, not {}",
@@ -388,7 +462,8 @@ fn is_in(col: &ArrayRef, values: &ArrayRef) -> Result<BooleanArray> {
                 None => compare(&col, CmpOp::Eq, &one)?,
             }
         } else {
-            compare(&col, CmpOp::Eq, &one)?
+            // pyarrow's is_in hashes values: -0.0 is not in a set of 0.0.
+            compare_zeros(&col, CmpOp::Eq, &one, false)?
         };
         acc = or_kleene(&acc, &hit)?;
     }
@@ -538,7 +613,7 @@ impl ColumnFacts {
     /// `bound op value` on one value each, or None when it cannot be told (types that do not
     /// compare, a value that does not fit the bound's type).
     fn test(bound: &ArrayRef, op: CmpOp, value: &ArrayRef) -> Option<bool> {
-        let (bound, value) = comparable(bound, value).ok()?;
+        let (bound, value) = comparable(bound, value, true).ok()?;
         let r = kernel(op, &bound, &Scalar::new(value)).ok()?;
         (r.len() == 1 && r.is_valid(0)).then(|| r.value(0))
     }

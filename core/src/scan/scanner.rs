@@ -527,7 +527,7 @@ impl Dataset {
         let Some(filter) = &plan.filter else {
             return Ok(None);
         };
-        if kept.iter().all(|(_, o)| o.keeps_all()) || !file.load_page_index()? {
+        if kept.iter().all(|(_, o)| o.keeps_all()) || !file.load_page_index() {
             return Ok(None);
         }
         let schema = file.schema().clone();

@@ -248,7 +248,7 @@ fn pages_the_page_index_rules_out_are_left_out_of_the_selection() {
     w.close().unwrap();
     let ds = open(&root);
     let mut file = ds.open_parquet(&path, true).unwrap();
-    assert!(file.load_page_index().unwrap());
+    assert!(file.load_page_index());
     let filter = Predicate::And(vec![
         cmp("id", CmpOp::GtEq, Int64Array::from(vec![42])),
         cmp("id", CmpOp::Lt, Int64Array::from(vec![57])),
