@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from zstdpool import _filters
+from zstdpool import _filters, _substrait
 from zstdpool._zstdpool import DatasetBatches, DatasetScanner, write_dataset
 
 if TYPE_CHECKING:
@@ -87,10 +87,12 @@ class Dataset:
     then the partition fields), ``files``, and reads with ``columns`` and ``filter``
     (pyarrow's ``filters`` forms or a ``pyarrow.compute.Expression``).
 
-    A filter in the tuple forms prunes files by their partitions, Parquet row groups by their
-    statistics, and is evaluated in Rust. An Expression prunes files by their partitions
-    (pyarrow decides which) and is applied by pyarrow to the rows read, with every column read
-    for it. Rows come in file order (files sorted by path), each file's in its order.
+    A filter in the tuple forms, or an Expression of the same comparisons, ``is_in``, null
+    tests and boolean logic over columns and plain values, prunes files by their partitions,
+    Parquet row groups by their statistics and bloom filters, and pages by the page index, and
+    is evaluated in Rust. Any other Expression prunes files by their partitions (pyarrow
+    decides which) and is applied by pyarrow to the rows read, with every column read for it.
+    Rows come in file order (files sorted by path), each file's in its order.
     """
 
     def __init__(self, scanner: DatasetScanner, format: str) -> None:
@@ -135,7 +137,22 @@ class Dataset:
             return columns, made.tree, None, None
         expression = made.expression
         assert expression is not None
+        tree = _substrait.to_tree(expression, self._substrait_schema())
+        if tree is not None:
+            return columns, tree, None, None
         return columns, None, expression, self._files_for(expression)
+
+    def _substrait_schema(self) -> pa.Schema:
+        """The schema an Expression is read against: dictionaries as their values (a field is
+        referred to by its position, whatever its type)."""
+        import pyarrow as pa
+
+        return pa.schema(
+            [
+                f.with_type(f.type.value_type) if pa.types.is_dictionary(f.type) else f
+                for f in self.schema
+            ]
+        )
 
     def _files_for(self, expression: pc.Expression) -> list[int] | None:
         """The files whose partitions may satisfy `expression`, as pyarrow decides it from

@@ -165,6 +165,9 @@ def test_filters_keep_the_rows_pyarrow_keeps(hive: Path, filters: list[Any]) -> 
     ds = zd.dataset(hive)
     assert same(by_id(ds.to_table(filter=filters)), by_id(expected)), filters
     assert ds.count_rows(filter=filters) == expected.num_rows
+    # The same filter as an Expression, read through its Substrait form.
+    expression = pq.filters_to_expression(filters)
+    assert same(by_id(ds.to_table(filter=expression)), by_id(expected)), expression
 
 
 @pytest.mark.parametrize(
@@ -245,6 +248,9 @@ def test_row_groups_pruned_by_statistics_are_never_read_and_counts_come_from_foo
     # Counted from the footer alone: the corrupt row group is never decompressed.
     assert ds.count_rows() == 100
     assert ds.count_rows(filter=[("id", "<", 30)]) == 30
+    # An Expression of the same comparisons prunes as the tuples do.
+    assert ds.count_rows(filter=pc.field("id") >= 10) == 90
+    assert ds.to_table(filter=(pc.field("id") > 95) | pc.field("id").isin([50])).num_rows == 5
     with pytest.raises(ParquetError, match="f.parquet"):
         ds.to_table(filter=[("id", "<", 5)])
 
