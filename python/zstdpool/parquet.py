@@ -176,8 +176,9 @@ def read_table(
     typed as pyarrow types them (dictionaries of int32 or string), names starting with
     ``ignore_prefixes`` (".", "_") left out, ``schema`` or the first file's. ``filters``
     (pyarrow's list forms or an Expression) prune partitions and row groups and keep the rows
-    they match. ``columns`` are top-level names (or, for one file, dotted paths into nested
-    columns); ``use_pandas_metadata`` adds the pandas index columns to them. Files are read on
+    they match. ``columns`` are top-level names (or, for one file read without ``filters``,
+    dotted paths into nested columns); ``use_pandas_metadata`` adds the pandas index columns
+    to them. Files are read on
     several threads (``threads``; one with ``use_threads=False``), zstd pages decompressed
     with pooled contexts. ``row_groups`` and ``max_page_size`` apply to a single file.
     """
