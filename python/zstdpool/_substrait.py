@@ -2,7 +2,8 @@
 view pyarrow gives of an expression's structure: its Substrait form
 (``Expression.to_substrait``, a protobuf ``ExtendedExpression``). The few messages a filter is
 made of are read here by hand (no protobuf library is a dependency): field references to
-top-level columns, literals of plain types, the comparison, boolean and null-test functions,
+top-level columns, literals of plain types (booleans, integers, floats, strings, binaries,
+dates, timestamps, decimals), the comparison, boolean and null-test functions,
 and ``is_in`` (a ``SingularOrList``). Anything else makes the conversion give up, and the
 expression is then applied by pyarrow as it is: a conversion is only ever an optimization (the
 scanner then prunes row groups and pages by it and evaluates it in Rust).
@@ -116,6 +117,27 @@ def _literal(buf: bytes) -> pa.Array:
         return pa.array([bytes(v)], pa.binary())
     if kind == 16:
         return pa.array([_signed(v, 32)], pa.int32()).cast(pa.date32())
+    if kind in (14, 27):  # timestamp, timestamp_tz: microseconds (an instant, for _tz)
+        tz = "UTC" if kind == 27 else None
+        return pa.array([_signed(v, 64)], pa.int64()).cast(pa.timestamp("us", tz=tz))
+    if kind in (34, 35):  # precision_timestamp(_tz): {precision, value}
+        p = _fields(v)
+        unit = {0: "s", 3: "ms", 6: "us", 9: "ns"}.get(_scalar(p, 1))
+        if unit is None:
+            raise _Unsupported("a timestamp precision")
+        tz = "UTC" if kind == 35 else None
+        return pa.array([_signed(_scalar(p, 2), 64)], pa.int64()).cast(pa.timestamp(unit, tz=tz))
+    if kind == 24:  # decimal: {value (16 bytes, little-endian), precision, scale}
+        d = _fields(v)
+        raw = _one(d, 1)
+        precision, scale = _scalar(d, 2), _scalar(d, 3)
+        if not isinstance(raw, bytes) or len(raw) != 16 or not 0 < precision <= 38:
+            raise _Unsupported("a decimal")
+        import decimal
+
+        unscaled = int.from_bytes(raw, "little", signed=True)
+        value = decimal.Decimal(unscaled).scaleb(-scale)
+        return pa.array([value], pa.decimal128(precision, scale))
     raise _Unsupported(f"a literal of kind {kind}")
 
 

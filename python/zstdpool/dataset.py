@@ -88,7 +88,8 @@ class Dataset:
     (pyarrow's ``filters`` forms or a ``pyarrow.compute.Expression``).
 
     A filter in the tuple forms, or an Expression of the same comparisons, ``is_in``, null
-    tests and boolean logic over columns and plain values, prunes files by their partitions,
+    tests and boolean logic over columns and values (read through its Substrait form: see
+    ``zstdpool._substrait``), prunes files by their partitions,
     Parquet row groups by their statistics and bloom filters, and pages by the page index, and
     is evaluated in Rust. Any other Expression prunes files by their partitions (pyarrow
     decides which) and is applied by pyarrow to the rows read, with every column read for it.

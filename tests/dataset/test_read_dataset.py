@@ -549,3 +549,30 @@ def test_pages_the_page_index_rules_out_are_never_read(tmp_path: Path) -> None:
     assert ds.count_rows(filter=[("id", ">=", 10)]) == 90
     with pytest.raises(ParquetError, match="f.parquet"):
         ds.to_table(filter=[("id", "<", 5)])
+
+
+def test_expressions_of_timestamps_and_decimals_are_read_into_the_filter(tmp_path: Path) -> None:
+    times = [datetime.datetime(2020, 1, 1, 0, 0, i) for i in range(5)]
+    utc = datetime.timezone.utc
+    data = pa.table(
+        {
+            "t": pa.array(times, pa.timestamp("ms")),
+            "tz": pa.array(
+                [t.replace(tzinfo=utc) for t in times], pa.timestamp("us", "Europe/Paris")
+            ),
+            "d": pa.array([Decimal(f"{i}.25") for i in range(5)], pa.decimal128(10, 2)),
+        }
+    )
+    pq.write_table(data, tmp_path / "f.parquet")
+    ds = zd.dataset(tmp_path)
+    from zstdpool._substrait import to_tree
+
+    for expression in [
+        pc.field("t") > pa.scalar(times[2], pa.timestamp("ms")),
+        pc.field("tz") >= pa.scalar(times[3].replace(tzinfo=utc), pa.timestamp("us", "UTC")),
+        pc.field("d") == pa.scalar(Decimal("2.25"), pa.decimal128(10, 2)),
+    ]:
+        assert to_tree(expression, ds.schema) is not None, expression
+        expected = pds.dataset(tmp_path).to_table(filter=expression)
+        assert same(ds.to_table(filter=expression), expected)
+        assert ds.count_rows(filter=expression) == expected.num_rows
