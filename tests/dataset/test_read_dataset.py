@@ -576,3 +576,22 @@ def test_expressions_of_timestamps_and_decimals_are_read_into_the_filter(tmp_pat
         expected = pds.dataset(tmp_path).to_table(filter=expression)
         assert same(ds.to_table(filter=expression), expected)
         assert ds.count_rows(filter=expression) == expected.num_rows
+
+
+def test_pages_of_a_column_with_nulls_are_pruned_too(tmp_path: Path) -> None:
+    # max_rows_per_page bounds every column's pages, nulls or not (the writer's batches are
+    # no larger than it), so a nullable column's pages are pruned as a full one's are.
+    ids = [None if i % 7 == 3 else i for i in range(100)]
+    data = pa.table({"id": pa.array(ids, pa.int64())})
+    path = tmp_path / "f.parquet"
+    zp.write_table(data, path, max_rows_per_page=10, use_dictionary=False)
+    meta = pq.read_metadata(path)
+    raw = bytearray(path.read_bytes())
+    at = meta.row_group(0).column(0).data_page_offset
+    raw[at : at + 8] = b"\xa5" * 8  # the first page's header: rows 0-9
+    path.write_bytes(bytes(raw))
+    ds = zd.dataset(tmp_path)
+    got = ds.to_table(filter=[("id", ">=", 50)])["id"].to_pylist()
+    assert got == [i for i in ids[50:] if i is not None]
+    with pytest.raises(ParquetError, match="f.parquet"):
+        ds.to_table(filter=[("id", "<", 5)])

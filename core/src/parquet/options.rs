@@ -461,9 +461,15 @@ impl WriteOptions {
         if let Some(rows) = self.max_rows_per_page {
             b = b.set_data_page_row_count_limit(rows);
         }
-        if let Some(n) = self.write_batch_size {
-            b = b.set_write_batch_size(n);
-        }
+        // The crate checks a page's row count only between the batches it writes a column
+        // in: a batch no larger than the limit makes it a bound, as pyarrow's is.
+        let batch = self
+            .write_batch_size
+            .unwrap_or(::parquet::file::properties::DEFAULT_WRITE_BATCH_SIZE);
+        b = b.set_write_batch_size(match self.max_rows_per_page {
+            Some(rows) => batch.min(rows),
+            None => batch,
+        });
         for (i, column) in schema.columns().iter().enumerate() {
             let path = column.path().clone();
             let compression = match repaged.get(i) {
