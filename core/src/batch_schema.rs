@@ -54,6 +54,12 @@ pub fn children(dt: &DataType) -> Vec<&FieldRef> {
     }
 }
 
+/// `name, name, ...`: a schema's top-level column names, for messages.
+pub fn column_names(schema: &Schema) -> String {
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    names.join(", ")
+}
+
 /// `name: type[ not null], ...` for messages.
 pub fn describe(schema: &Schema) -> String {
     let fields: Vec<String> = schema

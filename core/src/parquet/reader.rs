@@ -19,6 +19,7 @@ use super::dictionary::writes_given_dictionary;
 use super::footer::{check_footer, check_struct};
 use super::pages::{Failure, ParquetLimits, PooledRowGroups};
 use super::source::ParquetSource;
+use crate::batch_schema::column_names;
 use crate::error::{catch_panics, Error, Result};
 use crate::ipc::validate::validate_columns;
 use crate::parallel::{for_each_parallel, resolve_threads};
@@ -347,12 +348,7 @@ impl ParquetFile {
                     if leaves.is_empty() {
                         return Err(Error::Parameter(format!(
                             "column {name:?} is not in the file (its columns: {})",
-                            self.schema
-                                .fields()
-                                .iter()
-                                .map(|f| f.name().as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
+                            column_names(&self.schema)
                         )));
                     }
                     // Every leaf of one name lies under one top-level column.

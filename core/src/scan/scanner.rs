@@ -19,6 +19,7 @@ use super::bloom::BloomFilter;
 use super::discover::{list_files, partitions, Discovered, Partitioning};
 use super::page_prune::row_selection;
 use super::predicate::{repeated, ColumnFacts, Outcomes, Predicate};
+use crate::batch_schema::column_names;
 use crate::error::{catch_panics, path_error, Error, Result};
 use crate::ipc::decompress::ReadLimits;
 use crate::ipc::reader::FileReader;
@@ -227,12 +228,7 @@ impl Dataset {
                 .map_err(|_| {
                     Error::Parameter(format!(
                         "column '{name}' is not in the dataset (its columns: {})",
-                        self.schema
-                            .fields()
-                            .iter()
-                            .map(|f| f.name().as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        column_names(&self.schema)
                     ))
                 })
         };
@@ -320,6 +316,21 @@ impl Dataset {
         files: &[(usize, Outcomes)],
         threads: Option<usize>,
     ) -> Result<Vec<Vec<RecordBatch>>> {
+        // One file alone may spread its columns over threads; several files take one each.
+        let per_file_threads = if files.len() == 1 { None } else { Some(1) };
+        self.for_each_file(files, threads, |i, outcomes| {
+            self.read_file(plan, i, outcomes, per_file_threads)
+        })
+    }
+
+    /// `work` on each of `files`, on `threads` at once (every core by default), largest file
+    /// first; a panic in a file's work is that file's error, of the dataset's format.
+    fn for_each_file<R: Send>(
+        &self,
+        files: &[(usize, Outcomes)],
+        threads: Option<usize>,
+        work: impl Fn(usize, Outcomes) -> Result<R> + Sync,
+    ) -> Result<Vec<R>> {
         let threads = match threads {
             Some(0) => {
                 return Err(Error::Parameter(
@@ -330,8 +341,6 @@ impl Dataset {
             None => available_threads(),
         }
         .min(files.len().max(1));
-        // One file alone may spread its columns over threads; several files take one each.
-        let per_file_threads = if files.len() == 1 { None } else { Some(1) };
         for_each_parallel(
             files,
             threads,
@@ -340,9 +349,12 @@ impl Dataset {
             || Ok(()),
             |_, _, &(i, outcomes)| {
                 let path = &self.found.files[i].path;
-                catch_panics(&format!("reading {}", path.display()), || {
-                    self.read_file(plan, i, outcomes, per_file_threads)
-                })
+                catch_panics(&format!("reading {}", path.display()), || work(i, outcomes)).map_err(
+                    |e| match self.format {
+                        Format::Parquet => e.into_parquet(),
+                        Format::Ipc => e,
+                    },
+                )
             },
         )
     }
@@ -624,72 +636,64 @@ impl Dataset {
         };
         let plan = self.plan(&options)?;
         let files = self.pruned(&plan);
-        let threads = threads
-            .unwrap_or_else(available_threads)
-            .max(1)
-            .min(files.len().max(1));
-        let counts = for_each_parallel(
-            &files,
-            threads,
-            None,
-            |&(i, _)| self.found.files[i].size as usize,
-            || Ok(()),
-            |_, _, &(i, outcomes)| {
-                let path = &self.found.files[i].path;
-                catch_panics(&format!("reading {}", path.display()), || {
-                    self.count_file(&plan, i, outcomes)
-                })
-                .map_err(|e| e.into_parquet().at(path.display()))
-            },
-        )?;
+        let counts = self.for_each_file(&files, threads, |i, outcomes| {
+            self.count_file(&plan, i, outcomes)
+        })?;
         Ok(counts.into_iter().sum())
     }
 
+    /// The rows of file `i` the plan keeps; an error names the file.
     fn count_file(&self, plan: &Plan, i: usize, outcomes: Outcomes) -> Result<u64> {
         let path = &self.found.files[i].path;
         match self.format {
+            Format::Ipc if outcomes.keeps_all() => self
+                .open_ipc(path)
+                .and_then(|mut r| r.count_rows())
+                .map_err(|e| e.at(path.display())),
             Format::Ipc => {
-                if outcomes.keeps_all() {
-                    return self.open_ipc(path)?.count_rows();
-                }
                 let batches = self.read_file(plan, i, outcomes, Some(1))?;
                 Ok(batches.iter().map(|b| b.num_rows() as u64).sum())
             }
-            Format::Parquet => {
-                let mut file = self.open_parquet(path, false)?;
-                let Some(filter) = &plan.filter else {
-                    return Ok(file.metadata().file_metadata().num_rows().max(0) as u64);
-                };
-                let groups = self.row_groups_kept(filter, i, &file)?;
-                let mut rows = 0u64;
-                let mut to_read = Vec::new();
-                for (g, o) in groups {
-                    if o.keeps_all() {
-                        rows += file.metadata().row_group(g).num_rows().max(0) as u64;
-                    } else {
-                        to_read.push((g, o));
-                    }
-                }
-                if !to_read.is_empty() {
-                    let names: Vec<String> = self
-                        .file_columns(plan, file.schema())
-                        .into_iter()
-                        .map(str::to_string)
-                        .collect();
-                    let selection = self.pages_kept(plan, i, &mut file, &to_read)?;
-                    let groups: Vec<usize> = to_read.iter().map(|(g, _)| *g).collect();
-                    let projection = file.projection(Some(&names))?;
-                    let mut batches =
-                        file.selected_batches(&projection, Some(&groups), BATCH_ROWS, selection)?;
-                    while let Some(batch) = batches.next_batch()? {
-                        let batch = self.conform(plan, i, batch)?;
-                        let keep = filter.evaluate(&batch)?;
-                        rows += keep.true_count() as u64;
-                    }
-                }
-                Ok(rows)
+            Format::Parquet => self
+                .count_parquet(plan, i)
+                .map_err(|e| e.at(path.display())),
+        }
+    }
+
+    fn count_parquet(&self, plan: &Plan, i: usize) -> Result<u64> {
+        let path = &self.found.files[i].path;
+        let mut file = self.open_parquet(path, false)?;
+        let Some(filter) = &plan.filter else {
+            return Ok(file.metadata().file_metadata().num_rows().max(0) as u64);
+        };
+        let groups = self.row_groups_kept(filter, i, &file)?;
+        let mut rows = 0u64;
+        let mut to_read = Vec::new();
+        for (g, o) in groups {
+            if o.keeps_all() {
+                rows += file.metadata().row_group(g).num_rows().max(0) as u64;
+            } else {
+                to_read.push((g, o));
             }
         }
+        if !to_read.is_empty() {
+            let names: Vec<String> = self
+                .file_columns(plan, file.schema())
+                .into_iter()
+                .map(str::to_string)
+                .collect();
+            let selection = self.pages_kept(plan, i, &mut file, &to_read)?;
+            let groups: Vec<usize> = to_read.iter().map(|(g, _)| *g).collect();
+            let projection = file.projection(Some(&names))?;
+            let mut batches =
+                file.selected_batches(&projection, Some(&groups), BATCH_ROWS, selection)?;
+            while let Some(batch) = batches.next_batch()? {
+                let batch = self.conform(plan, i, batch)?;
+                let keep = filter.evaluate(&batch)?;
+                rows += keep.true_count() as u64;
+            }
+        }
+        Ok(rows)
     }
 
     /// The rows the options keep, a few files at a time: at most `readahead` bytes of files
