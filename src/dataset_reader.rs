@@ -15,7 +15,7 @@ use pyo3_arrow::{PyArray, PySchema};
 use crate::errors;
 use crate::errors::Format;
 use crate::errors::OrRaise as _;
-use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
+use crate::export::{next_batch_to_py, remaining_capsule, table_to_py, NextBatch};
 use crate::held::Held;
 use crate::input::schema_of;
 use crate::io::{as_path, unwrap_py_error_in};
@@ -293,10 +293,7 @@ impl PyDatasetBatches {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let mut stream = self.stream.take()?;
-        let next = py.detach(|| stream.next_batch()).map_err(failed)?;
-        drop(stream);
-        next.map(|b| batch_to_py(py, b)).transpose()
+        next_batch_to_py(py, &self.stream, failed)
     }
 
     /// Exports the remaining batches through the Arrow C stream interface. Consumes them.
@@ -307,6 +304,6 @@ impl PyDatasetBatches {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema; // exported with its own schema
-        stream_capsule(py, self.stream.take()?.retire())
+        remaining_capsule(py, &self.stream)
     }
 }

@@ -10,7 +10,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use pyo3_arrow::{PyRecordBatch, PyTable};
 
-use zstdpool_core::error::{catch_panics, Result};
+use crate::held::Held;
+use zstdpool_core::error::{catch_panics, Error, Result};
 
 const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
 
@@ -30,6 +31,28 @@ pub fn table_to_py<'py>(
 pub trait NextBatch: Send + 'static {
     fn schema(&self) -> SchemaRef;
     fn next_batch(&mut self) -> Result<Option<RecordBatch>>;
+}
+
+/// The next batch of a held reader as a pyarrow RecordBatch, read without the GIL; None at
+/// the end. `failed` makes the reader's error the format's exception.
+pub fn next_batch_to_py<'py, T: NextBatch>(
+    py: Python<'py>,
+    held: &Held<T>,
+    failed: fn(Error) -> PyErr,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let mut reader = held.take()?;
+    let next = py.detach(|| reader.next_batch()).map_err(failed)?;
+    drop(reader);
+    next.map(|b| batch_to_py(py, b)).transpose()
+}
+
+/// The rest of a held reader as an Arrow C stream capsule (see [`stream_capsule`]); the
+/// holder is closed, its batches now the consumer's.
+pub fn remaining_capsule<'py, T: NextBatch>(
+    py: Python<'py>,
+    held: &Held<T>,
+) -> PyResult<Bound<'py, PyCapsule>> {
+    stream_capsule(py, held.take()?.retire())
 }
 
 /// The rest of a reader as an Arrow C stream capsule: its consumer (pyarrow, polars, duckdb)

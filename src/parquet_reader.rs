@@ -11,7 +11,7 @@ use pyo3_arrow::PySchema;
 use crate::errors;
 use crate::errors::Format;
 use crate::errors::OrRaise as _;
-use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
+use crate::export::{next_batch_to_py, remaining_capsule, table_to_py, NextBatch};
 use crate::held::Held;
 use crate::io::unwrap_py_error_in;
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
@@ -274,10 +274,7 @@ impl PyParquetBatches {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let mut batches = self.batches.take()?;
-        let next = py.detach(|| batches.next_batch()).map_err(failed)?;
-        drop(batches);
-        next.map(|b| batch_to_py(py, b)).transpose()
+        next_batch_to_py(py, &self.batches, failed)
     }
 
     /// Exports the remaining batches through the Arrow C stream interface. Consumes them.
@@ -288,7 +285,7 @@ impl PyParquetBatches {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema; // exported with its own schema
-        stream_capsule(py, self.batches.take()?.retire())
+        remaining_capsule(py, &self.batches)
     }
 }
 
