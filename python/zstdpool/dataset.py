@@ -225,13 +225,29 @@ class Dataset:
         """The rows ``to_table`` returns, as batches of at most ``batch_size`` rows (a row
         group's by default), read a window of files at a time: at most ``readahead_bytes`` of
         files (or one larger file) are read ahead of the consumer."""
+        stream, columns, expression = self._stream(
+            columns, filter, batch_size, readahead_bytes, use_threads, threads
+        )
+        return self._batches(stream, columns, expression, batch_size)
+
+    def _stream(
+        self,
+        columns: Sequence[str] | None,
+        filter: Any,
+        batch_size: int | None,
+        readahead_bytes: int,
+        use_threads: bool,
+        threads: int | None,
+    ) -> tuple[DatasetBatches, list[str] | None, pc.Expression | None]:
+        """The scanner's stream for a read, its output columns, and the Expression pyarrow
+        applies to its batches (every column is streamed for one)."""
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
-        columns, tree, expression, files = self._plan(columns, filter)
+        cols, tree, expression, files = self._plan(columns, filter)
         n = self._threads(use_threads, threads)
-        scan_columns = columns if expression is None else None
+        scan_columns = cols if expression is None else None
         stream = self._scanner.stream(scan_columns, tree, n, files, readahead_bytes)
-        return self._batches(stream, columns, expression, batch_size)
+        return stream, cols, expression
 
     @staticmethod
     def _batches(
@@ -279,20 +295,13 @@ class Dataset:
         """``to_batches`` as a ``pyarrow.RecordBatchReader``."""
         import pyarrow as pa
 
-        columns, tree, expression, files = self._plan(columns, filter)
-        n = self._threads(use_threads, threads)
-        if expression is None and batch_size is None:
-            stream = self._scanner.stream(columns, tree, n, files, readahead_bytes)
-            return pa.RecordBatchReader.from_stream(stream)
-        batches = self.to_batches(
-            columns,
-            filter,
-            batch_size=batch_size,
-            readahead_bytes=readahead_bytes,
-            use_threads=use_threads,
-            threads=threads,
+        stream, cols, expression = self._stream(
+            columns, filter, batch_size, readahead_bytes, use_threads, threads
         )
-        return pa.RecordBatchReader.from_batches(self._output_schema(columns), batches)
+        if expression is None and batch_size is None:
+            return pa.RecordBatchReader.from_stream(stream)
+        batches = self._batches(stream, cols, expression, batch_size)
+        return pa.RecordBatchReader.from_batches(self._output_schema(cols), batches)
 
     def count_rows(
         self, filter: Any = None, *, use_threads: bool = True, threads: int | None = None
