@@ -26,8 +26,10 @@ use zstdpool_core::scan::{
     CmpOp, Dataset, Format as FileFormat, Partitioning, Predicate, ScanOptions, ScanStream, Sources,
 };
 
-fn failed(err: Error) -> PyErr {
-    unwrap_py_error_in(Format::Parquet, err)
+/// The exception for a failed read of a dataset of `format`'s files: a corrupt body is that
+/// format's decompression error.
+fn failed(format: Format) -> impl Fn(Error) -> PyErr {
+    move |err| unwrap_py_error_in(format, err)
 }
 
 /// One value or several, as an Arrow array (anything with `__arrow_c_array__`).
@@ -100,6 +102,7 @@ fn options(
 #[pyclass(frozen, name = "DatasetScanner", module = "zstdpool.dataset")]
 pub struct PyDatasetScanner {
     dataset: Arc<Dataset>,
+    format: Format,
 }
 
 #[pymethods]
@@ -123,9 +126,9 @@ impl PyDatasetScanner {
         ignore_prefixes: Option<Vec<String>>,
         pool: Option<&Bound<'_, PyContextPool>>,
     ) -> PyResult<Self> {
-        let format = match format.to_ascii_lowercase().as_str() {
-            "parquet" => FileFormat::Parquet,
-            "ipc" | "arrow" | "feather" => FileFormat::Ipc,
+        let (format, errors_format) = match format.to_ascii_lowercase().as_str() {
+            "parquet" => (FileFormat::Parquet, Format::Parquet),
+            "ipc" | "arrow" | "feather" => (FileFormat::Ipc, Format::Ipc),
             _ => {
                 return Err(errors::parameter(format!(
                     "format must be \"parquet\", or \"ipc\", \"arrow\" or \"feather\", not \
@@ -180,9 +183,10 @@ impl PyDatasetScanner {
         let pool = pool_or_default(pool);
         let dataset = py
             .detach(|| Dataset::open(sources, format, &partitioning, schema, pool))
-            .map_err(failed)?;
+            .map_err(failed(errors_format))?;
         Ok(PyDatasetScanner {
             dataset: Arc::new(dataset),
+            format: errors_format,
         })
     }
 
@@ -209,7 +213,10 @@ impl PyDatasetScanner {
 
     /// Each file's partition values, as a pyarrow Table of one row per file.
     fn partition_values<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let batch = self.dataset.partition_table().map_err(failed)?;
+        let batch = self
+            .dataset
+            .partition_table()
+            .map_err(failed(self.format))?;
         table_to_py(py, vec![batch], self.dataset.partition_schema().clone())
     }
 
@@ -224,8 +231,13 @@ impl PyDatasetScanner {
         files: Option<Vec<usize>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = options(columns, filter, threads, files)?;
-        let schema = self.dataset.output_schema(&options).map_err(failed)?;
-        let batches = py.detach(|| self.dataset.read(&options)).map_err(failed)?;
+        let schema = self
+            .dataset
+            .output_schema(&options)
+            .map_err(failed(self.format))?;
+        let batches = py
+            .detach(|| self.dataset.read(&options))
+            .map_err(failed(self.format))?;
         table_to_py(py, batches, schema)
     }
 
@@ -242,8 +254,12 @@ impl PyDatasetScanner {
     ) -> PyResult<PyDatasetBatches> {
         let options = options(columns, filter, threads, files)?;
         let readahead = params::size("readahead", readahead).or_raise()?;
-        let stream = self.dataset.stream(&options, readahead).map_err(failed)?;
+        let stream = self
+            .dataset
+            .stream(&options, readahead)
+            .map_err(failed(self.format))?;
         Ok(PyDatasetBatches {
+            format: self.format,
             schema: stream.schema().clone(),
             stream: Held::new(stream, "the batches"),
         })
@@ -260,7 +276,7 @@ impl PyDatasetScanner {
     ) -> PyResult<u64> {
         let options = options(None, filter, threads, files)?;
         py.detach(|| self.dataset.count_rows(&options))
-            .map_err(failed)
+            .map_err(failed(self.format))
     }
 }
 
@@ -278,6 +294,7 @@ impl NextBatch for ScanStream {
 pub struct PyDatasetBatches {
     stream: Held<ScanStream>,
     schema: SchemaRef,
+    format: Format,
 }
 
 #[pymethods]
@@ -293,7 +310,7 @@ impl PyDatasetBatches {
     }
 
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        next_batch_to_py(py, &self.stream, failed)
+        next_batch_to_py(py, &self.stream, failed(self.format))
     }
 
     /// Exports the remaining batches through the Arrow C stream interface. Consumes them.

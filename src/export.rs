@@ -38,7 +38,7 @@ pub trait NextBatch: Send + 'static {
 pub fn next_batch_to_py<'py, T: NextBatch>(
     py: Python<'py>,
     held: &Held<T>,
-    failed: fn(Error) -> PyErr,
+    failed: impl Fn(Error) -> PyErr,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     let mut reader = held.take()?;
     let next = py.detach(|| reader.next_batch()).map_err(failed)?;

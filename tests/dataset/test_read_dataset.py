@@ -595,3 +595,24 @@ def test_pages_of_a_column_with_nulls_are_pruned_too(tmp_path: Path) -> None:
     assert got == [i for i in ids[50:] if i is not None]
     with pytest.raises(ParquetError, match="f.parquet"):
         ds.to_table(filter=[("id", "<", 5)])
+
+
+def test_a_corrupt_ipc_dataset_raises_the_ipc_error(tmp_path: Path) -> None:
+    import zstdpool.ipc as zi
+    from zstdpool.errors import IpcDecompressionError
+
+    data = pa.table({"x": pa.array([f"value {i % 50}" for i in range(20_000)])})
+    path = tmp_path / "f.arrow"
+    zi.write_file(data, path, compression="zstd")
+    raw = bytearray(path.read_bytes())
+    frame = raw.find(b"\x28\xb5\x2f\xfd")  # the first zstd frame of a body
+    assert frame > 0
+    raw[frame + 8 : frame + 40] = b"\xa5" * 32
+    path.write_bytes(bytes(raw))
+    ds = zd.dataset(tmp_path, format="ipc")
+    # A corrupt body of an IPC dataset is the IPC format's decompression error.
+    with pytest.raises(IpcDecompressionError, match="f.arrow") as raised:
+        ds.to_table()
+    assert not isinstance(raised.value, ParquetError)
+    with pytest.raises(IpcDecompressionError):
+        next(iter(ds.to_batches()))
