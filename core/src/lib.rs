@@ -29,6 +29,7 @@ pub mod path_sink;
 pub mod pool;
 pub mod scan;
 pub mod spare;
+pub mod store;
 
 pub use context::{CompressParams, Compressor, DecompressParams, Decompressor};
 pub use dict::ZstdDict;

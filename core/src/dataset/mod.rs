@@ -7,7 +7,9 @@ mod partition;
 mod writer;
 
 pub use partition::{escape, Partitioner, NULL_PARTITION};
-pub use writer::{DatasetOptions, DatasetWriter, ExistingData, FileFormat, WrittenFile};
+pub use writer::{
+    DatasetOptions, DatasetWriter, Destination, ExistingData, FileFormat, WrittenFile,
+};
 
 #[cfg(test)]
 mod tests;

@@ -200,3 +200,83 @@ fn a_failure_leaves_only_whole_files_and_reports_them() {
     assert_eq!(pool.stats().leased, 0);
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// A dataset in a store: files appear only whole, the partitions read back through the
+/// scanner, and the existing-data behaviors list and delete keys.
+#[test]
+fn a_dataset_goes_to_a_store_and_reads_back() {
+    use crate::scan::{Dataset, Format, Partitioning, ScanOptions, Sources};
+    use crate::store::{ClientOptions, Store};
+    let store = Store::in_memory(ClientOptions {
+        max_in_flight: 3,
+        ..Default::default()
+    });
+    let pool = ContextPool::new(PoolConfig::default());
+    let batch = table(1000, 7);
+    let options = || DatasetOptions {
+        partitioning: vec!["key".into()],
+        ..Default::default()
+    };
+    let at = || Destination::Store {
+        store: store.clone(),
+        prefix: "data/set".into(),
+    };
+    let mut w = DatasetWriter::try_new_at(at(), batch.schema(), options(), &pool).unwrap();
+    w.write(&batch).unwrap();
+    let written = w.finish().unwrap();
+    assert_eq!(written.len(), 7);
+    assert!(written.iter().all(|f| f.bytes > 0));
+    assert_eq!(written.iter().map(|f| f.rows).sum::<u64>(), 1000);
+    let listed = store.list("data/set").unwrap();
+    assert_eq!(listed.len(), 7);
+    assert!(listed[0].0.starts_with("data/set/key=0/part-0.parquet"));
+
+    let ds = Dataset::open(
+        Sources::StorePrefix {
+            store: store.clone(),
+            prefix: "data/set".into(),
+            ignore_prefixes: vec![".".into(), "_".into()],
+        },
+        Format::Parquet,
+        &Partitioning::Hive {
+            schema: None,
+            dictionary: false,
+        },
+        None,
+        &pool,
+    )
+    .unwrap();
+    assert_eq!(ds.files().len(), 7);
+    let back = ds.read(&ScanOptions::default()).unwrap();
+    assert_eq!(back.iter().map(|b| b.num_rows()).sum::<usize>(), 1000);
+    assert_eq!(ds.count_rows(&ScanOptions::default()).unwrap(), 1000);
+
+    // "error" refuses a prefix with objects; "delete_matching" replaces the partitions.
+    let e = DatasetWriter::try_new_at(at(), batch.schema(), options(), &pool)
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("memory:///data/set"), "{e}");
+    let mut w = DatasetWriter::try_new_at(
+        at(),
+        batch.schema(),
+        DatasetOptions {
+            existing_data: ExistingData::DeleteMatching,
+            basename_template: Some("again-{i}.parquet".into()),
+            ..options()
+        },
+        &pool,
+    )
+    .unwrap();
+    w.write(&batch.slice(0, 3)).unwrap();
+    w.finish().unwrap();
+    let keys: Vec<String> = store
+        .list("data/set")
+        .unwrap()
+        .into_iter()
+        .map(|(k, _)| k)
+        .collect();
+    assert_eq!(keys.len(), 7 - 3 + 3, "{keys:?}");
+    assert!(keys.contains(&"data/set/key=0/again-0.parquet".to_string()));
+    assert!(!keys.contains(&"data/set/key=0/part-0.parquet".to_string()));
+    assert!(keys.contains(&"data/set/key=5/part-0.parquet".to_string()));
+}

@@ -5,7 +5,7 @@
 //! threads. Each file goes through a `PathSink`: nothing stays under a final name unless it
 //! is complete.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -20,6 +20,7 @@ use crate::parallel::{for_each_parallel, resolve_threads};
 use crate::parquet::{PageCodec, ParquetWriter, PerColumn, WriteOptions};
 use crate::path_sink::{Beneath, Durability, PathSink};
 use crate::pool::ContextPool;
+use crate::store::{ObjectWriter, Store, Upload};
 
 /// What each file of a dataset is.
 #[derive(Clone, Debug)]
@@ -133,6 +134,81 @@ impl Default for DatasetOptions {
     }
 }
 
+/// Where a dataset is written.
+#[derive(Clone, Debug)]
+pub enum Destination {
+    /// A local directory.
+    Local(PathBuf),
+    /// Keys below `prefix` in an object store (no trailing '/'; empty for the bucket's root).
+    Store { store: Store, prefix: String },
+}
+
+/// Where the files go, prepared.
+enum Target {
+    /// A local directory, opened once: every partition directory and file is made beneath
+    /// its descriptor, without following a link. The partition directories made (and
+    /// emptied, for `DeleteMatching`) so far are kept open.
+    Local {
+        base: PathBuf,
+        base_dir: Beneath,
+        prepared: HashMap<String, Beneath>,
+    },
+    /// An object store: files are objects, uploaded as they are completed (a small one in
+    /// the background, bounded by the store's requests in flight). Partitions are prefixes;
+    /// those emptied for `DeleteMatching` so far are kept.
+    Store {
+        store: Store,
+        prefix: String,
+        prepared: HashSet<String>,
+        uploads: Vec<(WrittenFile, Upload)>,
+    },
+}
+
+impl Target {
+    /// The key of `relative` (a partition directory, or a file in one) below the prefix.
+    fn key(prefix: &str, relative: &str) -> String {
+        match prefix.is_empty() {
+            true => relative.to_string(),
+            false => format!("{prefix}/{relative}"),
+        }
+    }
+}
+
+/// Where a file's bytes go.
+enum FileSink {
+    Path(PathSink),
+    Object(ObjectWriter),
+}
+
+impl std::io::Write for FileSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            FileSink::Path(s) => s.write(buf),
+            FileSink::Object(o) => o.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            FileSink::Path(s) => s.write_all(buf),
+            FileSink::Object(o) => o.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            FileSink::Path(s) => s.flush(),
+            FileSink::Object(o) => o.flush(),
+        }
+    }
+}
+
+/// A file completed: written in place, or uploading.
+enum Finished {
+    Written(WrittenFile),
+    Uploading(WrittenFile, Upload),
+}
+
 /// A file the write completed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WrittenFile {
@@ -143,27 +219,24 @@ pub struct WrittenFile {
 
 /// A file being written.
 enum OpenFile {
-    Parquet(ParquetWriter<PathSink>, PathBuf),
+    Parquet(ParquetWriter<FileSink>, PathBuf),
     Ipc {
         writer: IpcWriter,
-        sink: PathSink,
+        sink: FileSink,
         scratch: Vec<u8>,
         path: PathBuf,
     },
 }
 
 impl OpenFile {
-    /// The file `name` in the partition directory `dir`, shown as `path`.
+    /// A file writing to `sink`, shown as `path`.
     fn create(
-        dir: &Beneath,
-        name: &str,
+        sink: FileSink,
         path: PathBuf,
         schema: &SchemaRef,
         format: &FileFormat,
         pool: &ContextPool,
-        durability: Durability,
     ) -> Result<OpenFile> {
-        let sink = PathSink::create_beneath(dir, name.as_ref(), &path, durability)?;
         Ok(match format {
             FileFormat::Parquet(options) => {
                 // Files are written in parallel; each file's columns on its own thread.
@@ -228,10 +301,10 @@ impl OpenFile {
         }
     }
 
-    /// Completes the file and renames it into place.
-    fn finish(self) -> Result<WrittenFile> {
+    /// Completes the file: renames it into place, or starts its upload.
+    fn finish(self) -> Result<Finished> {
         let rows = self.rows();
-        let (mut sink, path) = match self {
+        let (sink, path) = match self {
             OpenFile::Parquet(mut w, path) => (w.finish()?, path),
             OpenFile::Ipc {
                 mut writer,
@@ -245,9 +318,22 @@ impl OpenFile {
                 (sink, path)
             }
         };
-        sink.commit()?;
-        let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-        Ok(WrittenFile { path, rows, bytes })
+        match sink {
+            FileSink::Path(mut sink) => {
+                sink.commit()?;
+                let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                Ok(Finished::Written(WrittenFile { path, rows, bytes }))
+            }
+            FileSink::Object(object) => {
+                let upload = object.commit_in_background()?;
+                let file = WrittenFile {
+                    path,
+                    rows,
+                    bytes: 0,
+                };
+                Ok(Finished::Uploading(file, upload))
+            }
+        }
     }
 }
 
@@ -264,18 +350,13 @@ struct Partition {
 
 /// Writes one dataset.
 pub struct DatasetWriter {
-    base: PathBuf,
-    /// The base directory, opened once: every partition directory and file is made beneath
-    /// its descriptor, without following a link.
-    base_dir: Beneath,
+    target: Target,
     options: DatasetOptions,
     template: (String, String),
     schema: SchemaRef,
     partitioner: Partitioner,
     pool: ContextPool,
     partitions: HashMap<String, Partition>,
-    /// Partition directories made (and emptied, for `DeleteMatching`) so far, opened.
-    prepared: HashMap<String, Beneath>,
     pending_bytes: usize,
     written: Vec<WrittenFile>,
     clock: u64,
@@ -285,6 +366,21 @@ impl DatasetWriter {
     /// Checks the options against `schema` and prepares `base`.
     pub fn try_new(
         base: &Path,
+        schema: SchemaRef,
+        options: DatasetOptions,
+        pool: &ContextPool,
+    ) -> Result<Self> {
+        Self::try_new_at(
+            Destination::Local(base.to_path_buf()),
+            schema,
+            options,
+            pool,
+        )
+    }
+
+    /// Checks the options against `schema` and prepares `destination`.
+    pub fn try_new_at(
+        destination: Destination,
         schema: SchemaRef,
         options: DatasetOptions,
         pool: &ContextPool,
@@ -315,41 +411,67 @@ impl DatasetWriter {
                 "max_rows_per_file must be at least 1 row".into(),
             ));
         }
-        match std::fs::read_dir(base) {
-            Ok(mut entries) => {
-                if options.existing_data == ExistingData::Error && entries.next().is_some() {
-                    return Err(Error::Io(path_error(
-                        "cannot write a dataset to",
-                        base,
-                        std::io::Error::new(
-                            std::io::ErrorKind::AlreadyExists,
-                            "the directory is not empty (existing_data_behavior=\"error\"; \
-                             \"overwrite_or_ignore\" writes beside what is there, \
-                             \"delete_matching\" replaces the partitions written)",
+        let target = match destination {
+            Destination::Local(base) => Self::prepare_local(base, options.existing_data)?,
+            Destination::Store { store, prefix } => {
+                if options.existing_data == ExistingData::Error && store.any_below(&prefix)? {
+                    return Err(Error::Io(std::io::Error::new(
+                        std::io::ErrorKind::AlreadyExists,
+                        format!(
+                            "cannot write a dataset to {}: objects exist below it ({})",
+                            store.url(&prefix),
+                            NOT_EMPTY
                         ),
                     )));
                 }
+                Target::Store {
+                    store,
+                    prefix,
+                    prepared: HashSet::new(),
+                    uploads: Vec::new(),
+                }
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(base).map_err(|e| path_error("cannot create", base, e))?
-            }
-            Err(e) => return Err(Error::Io(path_error("cannot write a dataset to", base, e))),
-        }
-        let base_dir =
-            Beneath::base(base).map_err(|e| path_error("cannot write a dataset to", base, e))?;
+        };
         Ok(DatasetWriter {
-            base: base.to_path_buf(),
-            base_dir,
+            target,
             template,
             schema,
             partitioner,
             pool: pool.clone(),
             partitions: HashMap::new(),
-            prepared: HashMap::new(),
             pending_bytes: 0,
             written: Vec::new(),
             clock: 0,
             options,
+        })
+    }
+
+    /// Checks a local base directory for `existing` (making it if it is missing) and opens it.
+    fn prepare_local(base: PathBuf, existing: ExistingData) -> Result<Target> {
+        match std::fs::read_dir(&base) {
+            Ok(mut entries) => {
+                if existing == ExistingData::Error && entries.next().is_some() {
+                    return Err(Error::Io(path_error(
+                        "cannot write a dataset to",
+                        &base,
+                        std::io::Error::new(
+                            std::io::ErrorKind::AlreadyExists,
+                            format!("the directory is not empty ({NOT_EMPTY})"),
+                        ),
+                    )));
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                std::fs::create_dir_all(&base).map_err(|e| path_error("cannot create", &base, e))?
+            }
+            Err(e) => return Err(Error::Io(path_error("cannot write a dataset to", &base, e))),
+        }
+        let base_dir =
+            Beneath::base(&base).map_err(|e| path_error("cannot write a dataset to", &base, e))?;
+        Ok(Target::Local {
+            base,
+            base_dir,
+            prepared: HashMap::new(),
         })
     }
 
@@ -387,10 +509,67 @@ impl DatasetWriter {
         Ok(())
     }
 
-    /// Writes every pending row and completes every file; returns the files written.
+    /// Writes every pending row and completes every file (waiting for every upload);
+    /// returns the files written.
     pub fn finish(&mut self) -> Result<Vec<WrittenFile>> {
-        self.flush(true)?;
+        let flushed = self.flush(true);
+        let uploaded = self.wait_for_uploads(false);
+        flushed.and(uploaded)?;
         Ok(self.written.clone())
+    }
+
+    /// Gives up after a failure (the bindings' input failed, or a write did): open files are
+    /// dropped (leaving nothing under their names) and the uploads already started are waited
+    /// for, so that [`written`](Self::written) lists every file there is.
+    pub fn abort(&mut self) {
+        for p in self.partitions.values_mut() {
+            p.file = None;
+            p.pending.clear();
+        }
+        let _ = self.wait_for_uploads(false);
+    }
+
+    /// Files completed: a written one is listed, an uploading one waits for its upload.
+    fn completed(&mut self, file: Finished) {
+        match (file, &mut self.target) {
+            (Finished::Written(f), _) => self.written.push(f),
+            (Finished::Uploading(f, upload), Target::Store { uploads, .. }) => {
+                uploads.push((f, upload))
+            }
+            (Finished::Uploading(..), Target::Local { .. }) => {
+                unreachable!("local files are written in place")
+            }
+        }
+    }
+
+    /// Waits for the uploads started (with `only_done`, only those that ended already),
+    /// listing each that completed; returns the first failure. Each failed upload left no
+    /// object.
+    fn wait_for_uploads(&mut self, only_done: bool) -> Result<()> {
+        let Target::Store { uploads, .. } = &mut self.target else {
+            return Ok(());
+        };
+        let mut first_error = None;
+        let mut still = Vec::new();
+        for (mut file, upload) in std::mem::take(uploads) {
+            if only_done && !upload.is_done() {
+                still.push((file, upload));
+                continue;
+            }
+            match upload.wait() {
+                Ok(bytes) => {
+                    file.bytes = bytes;
+                    self.written.push(file);
+                }
+                Err(e) => {
+                    if first_error.is_none() {
+                        first_error = Some(e.at(format_args!("{}", file.path.display())));
+                    }
+                }
+            }
+        }
+        *uploads = still;
+        first_error.map_or(Ok(()), Err)
     }
 
     /// Writes the pending rows of every partition (and, with `close`, completes every file)
@@ -422,6 +601,7 @@ impl DatasetWriter {
         let result = self.run(tasks, close);
         if result.is_ok() && !close {
             self.close_beyond_limit()?;
+            self.wait_for_uploads(true)?;
         }
         result
     }
@@ -429,25 +609,80 @@ impl DatasetWriter {
     /// Makes a partition's directory beneath the base directory (emptied first for
     /// `DeleteMatching`), once, and keeps it open.
     fn prepare(&mut self, dir: &str) -> Result<()> {
-        if self.prepared.contains_key(dir) {
-            return Ok(());
-        }
-        let path = self.base.join(dir);
-        let relative = Path::new(dir);
-        let opened = match (relative.parent(), relative.file_name()) {
-            (Some(parent), Some(name))
-                if self.options.existing_data == ExistingData::DeleteMatching =>
-            {
-                let above = self.base_dir.child(parent, &self.base.join(parent))?;
-                above
-                    .remove_all(name)
-                    .map_err(|e| path_error("cannot delete", &path, e))?;
-                above.child(Path::new(name), &path)?
+        let delete = self.options.existing_data == ExistingData::DeleteMatching;
+        match &mut self.target {
+            Target::Local {
+                base,
+                base_dir,
+                prepared,
+            } => {
+                if prepared.contains_key(dir) {
+                    return Ok(());
+                }
+                let path = base.join(dir);
+                let relative = Path::new(dir);
+                let opened = match (relative.parent(), relative.file_name()) {
+                    (Some(parent), Some(name)) if delete => {
+                        let above = base_dir.child(parent, &base.join(parent))?;
+                        above
+                            .remove_all(name)
+                            .map_err(|e| path_error("cannot delete", &path, e))?;
+                        above.child(Path::new(name), &path)?
+                    }
+                    _ => base_dir.child(relative, &path)?,
+                };
+                prepared.insert(dir.to_string(), opened);
             }
-            _ => self.base_dir.child(relative, &path)?,
-        };
-        self.prepared.insert(dir.to_string(), opened);
+            Target::Store {
+                store,
+                prefix,
+                prepared,
+                ..
+            } => {
+                if prepared.contains(dir) {
+                    return Ok(());
+                }
+                // The partition's objects, as a local partition directory is emptied; the
+                // base's own objects stay, as the base directory's files stay.
+                if delete && !dir.is_empty() {
+                    store.delete_below(&Target::key(prefix, dir))?;
+                }
+                prepared.insert(dir.to_string());
+            }
+        }
         Ok(())
+    }
+
+    /// A new file `name` in the partition `dir`: its sink and the path it is shown as.
+    fn create_file(&self, dir: &str, name: &str) -> Result<(FileSink, PathBuf)> {
+        match &self.target {
+            Target::Local { base, prepared, .. } => {
+                let path = base.join(dir).join(name);
+                let opened = prepared.get(dir).ok_or_else(|| {
+                    Error::Io(path_error(
+                        "cannot write",
+                        &path,
+                        std::io::Error::other("its directory was not prepared"),
+                    ))
+                })?;
+                let sink = PathSink::create_beneath(
+                    opened,
+                    name.as_ref(),
+                    &path,
+                    self.options.durability,
+                )?;
+                Ok((FileSink::Path(sink), path))
+            }
+            Target::Store { store, prefix, .. } => {
+                let relative = match dir.is_empty() {
+                    true => name.to_string(),
+                    false => format!("{dir}/{name}"),
+                };
+                let object = store.create(&Target::key(prefix, &relative))?;
+                let path = PathBuf::from(object.shown());
+                Ok((FileSink::Object(object), path))
+            }
+        }
     }
 
     fn file_name(&self, index: usize) -> String {
@@ -477,7 +712,9 @@ impl DatasetWriter {
         )?;
         let mut first_error = None;
         for (task, (files, error)) in tasks.into_iter().zip(outcomes) {
-            self.written.extend(files);
+            for file in files {
+                self.completed(file);
+            }
             let state = task.state.into_inner().unwrap_or_else(|p| p.into_inner());
             if error.is_none() {
                 self.partitions.insert(task.dir, state);
@@ -492,7 +729,7 @@ impl DatasetWriter {
     /// Writes one partition's pending rows into its files (a new one each `max_rows_per_file`
     /// rows), completing them all with `close`. Returns the files completed and the failure,
     /// if any; a failed file is dropped, and its temporary file with it.
-    fn write_partition(&self, task: &Task, close: bool) -> (Vec<WrittenFile>, Option<Error>) {
+    fn write_partition(&self, task: &Task, close: bool) -> (Vec<Finished>, Option<Error>) {
         let mut state = task.state.lock().unwrap_or_else(|p| p.into_inner());
         let mut done = Vec::new();
         let result = catch_panics("writing a partition", || {
@@ -503,23 +740,14 @@ impl DatasetWriter {
                 while rest.num_rows() > 0 {
                     if state.file.is_none() {
                         let name = self.file_name(state.next_index);
-                        let path = self.base.join(&task.dir).join(&name);
                         state.next_index += 1;
-                        let dir = self.prepared.get(&task.dir).ok_or_else(|| {
-                            Error::Io(path_error(
-                                "cannot write",
-                                &path,
-                                std::io::Error::other("its directory was not prepared"),
-                            ))
-                        })?;
+                        let (sink, path) = self.create_file(&task.dir, &name)?;
                         state.file = Some(OpenFile::create(
-                            dir,
-                            &name,
+                            sink,
                             path,
                             self.partitioner.file_schema(),
                             &self.options.format,
                             &self.pool,
-                            self.options.durability,
                         )?);
                     }
                     let file = state.file.as_mut().expect("just opened");
@@ -570,12 +798,17 @@ impl DatasetWriter {
         for (_, dir) in open.into_iter().take(excess) {
             let file = self.partitions.get_mut(&dir).and_then(|p| p.file.take());
             if let Some(file) = file {
-                self.written.push(file.finish()?);
+                let finished = file.finish()?;
+                self.completed(finished);
             }
         }
         Ok(())
     }
 }
+
+/// What `existing_data_behavior="error"` refuses, and the ways out.
+const NOT_EMPTY: &str = "existing_data_behavior=\"error\"; \"overwrite_or_ignore\" writes beside \
+                         what is there, \"delete_matching\" replaces the partitions written";
 
 /// One partition, taken by one thread.
 struct Task {

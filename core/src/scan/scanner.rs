@@ -16,7 +16,7 @@ use parquet::arrow::arrow_reader::RowSelection;
 use parquet::file::metadata::ParquetMetaData;
 
 use super::bloom::BloomFilter;
-use super::discover::{list_files, partitions, Discovered, Partitioning};
+use super::discover::{list_files, partitions, DatasetFile, Discovered, Partitioning};
 use super::page_prune::row_selection;
 use super::predicate::{repeated, ColumnFacts, Outcomes, Predicate};
 use crate::batch_schema::column_names;
@@ -27,6 +27,7 @@ use crate::ipc::source::ReaderSource;
 use crate::parallel::{available_threads, for_each_parallel};
 use crate::parquet::{ParquetFile, ParquetLimits, ParquetSource};
 use crate::pool::ContextPool;
+use crate::store::{Store, StoreObject};
 
 /// The most rows a batch of a file read on one thread holds.
 const BATCH_ROWS: usize = 1 << 16;
@@ -44,6 +45,14 @@ pub enum Sources {
     },
     /// These files, in this order; Hive partitions are read from their directories.
     Files(Vec<PathBuf>),
+    /// Every object below `prefix` in a store (but those `ignore_prefixes` leave out).
+    StorePrefix {
+        store: Store,
+        prefix: String,
+        ignore_prefixes: Vec<String>,
+    },
+    /// These objects of a store, in this order.
+    StoreKeys { store: Store, keys: Vec<String> },
 }
 
 /// The format of a dataset's files.
@@ -57,6 +66,8 @@ pub enum Format {
 /// A dataset opened for reading: its files, their partitions, and the schema they read as.
 pub struct Dataset {
     found: Discovered,
+    /// The store its files are objects of; None for local files.
+    store: Option<Store>,
     format: Format,
     /// The dataset's schema: the files' columns, then the partition fields they lack.
     schema: SchemaRef,
@@ -98,6 +109,7 @@ impl Dataset {
         schema: Option<SchemaRef>,
         pool: &ContextPool,
     ) -> Result<Dataset> {
+        let mut store = None;
         let found = match sources {
             Sources::Directory {
                 root,
@@ -105,6 +117,24 @@ impl Dataset {
             } => {
                 let files = list_files(&root, &ignore_prefixes)?;
                 partitions(files, Some(&root), partitioning)?
+            }
+            Sources::StorePrefix {
+                store: s,
+                prefix,
+                ignore_prefixes,
+            } => {
+                let files = list_objects(&s, &prefix, &ignore_prefixes)?;
+                store = Some(s);
+                partitions(files, Some(Path::new(&prefix)), partitioning)?
+            }
+            Sources::StoreKeys { store: s, keys } => {
+                let mut files = Vec::with_capacity(keys.len());
+                for k in keys {
+                    let size = s.size(&k)?;
+                    files.push((PathBuf::from(k), size));
+                }
+                store = Some(s);
+                partitions(files, None, partitioning)?
             }
             Sources::Files(paths) => {
                 let mut files = Vec::with_capacity(paths.len());
@@ -119,6 +149,7 @@ impl Dataset {
         };
         let mut dataset = Dataset {
             found,
+            store,
             format,
             schema: Arc::new(Schema::empty()),
             pool: pool.clone(),
@@ -127,7 +158,7 @@ impl Dataset {
         let file_schema = match schema {
             Some(s) => s,
             None => match dataset.found.files.first() {
-                Some(f) => dataset.file_schema(&f.path.clone())?,
+                Some(f) => dataset.file_schema(&f.path.clone(), f.size)?,
                 None => Arc::new(Schema::empty()),
             },
         };
@@ -180,21 +211,48 @@ impl Dataset {
         Ok(self.plan(options)?.output)
     }
 
-    pub fn files(&self) -> impl Iterator<Item = &Path> {
-        self.found.files.iter().map(|f| f.path.as_path())
+    /// The files' paths (for a store, "bucket/key", as pyarrow's filesystems show them).
+    pub fn files(&self) -> Vec<PathBuf> {
+        let shown = |f: &DatasetFile| match &self.store {
+            Some(store) => PathBuf::from(store.bucket_path(&f.path.to_string_lossy())),
+            None => f.path.clone(),
+        };
+        self.found.files.iter().map(shown).collect()
     }
 
-    fn file_schema(&self, path: &Path) -> Result<SchemaRef> {
+    /// Reads files on `threads`; by default every core, or for a store as many as it
+    /// takes requests in flight, since there each file's time is mostly its request's.
+    fn default_threads(&self) -> usize {
+        match &self.store {
+            Some(store) => store.max_in_flight(),
+            None => available_threads(),
+        }
+    }
+
+    fn file_schema(&self, path: &Path, size: u64) -> Result<SchemaRef> {
         match self.format {
-            Format::Parquet => self.open_parquet(path, false).map(|f| f.schema().clone()),
+            Format::Parquet => self
+                .open_parquet(path, size, false)
+                .map(|f| f.schema().clone()),
             Format::Ipc => self.open_ipc(path).map(|r| r.schema()),
         }
         .map_err(|e| e.at(path.display()))
     }
 
-    /// Opens a Parquet file; with `whole`, a small file is read into memory in one call
-    /// first (what reading its pages and footer one by one would cost more in calls).
-    pub(super) fn open_parquet(&self, path: &Path, whole: bool) -> Result<ParquetFile> {
+    /// Opens a Parquet file of `size` bytes; with `whole`, a small file is read into memory
+    /// in one call first (what reading its pages and footer one by one would cost more in
+    /// calls, and for a store in requests).
+    pub(super) fn open_parquet(&self, path: &Path, size: u64, whole: bool) -> Result<ParquetFile> {
+        if let Some(store) = &self.store {
+            let key = path.to_string_lossy();
+            let source = if whole && size <= SMALL_FILE {
+                ParquetSource::memory(arrow_buffer::Buffer::from(store.get(&key)?))
+            } else {
+                ParquetSource::read_at(Arc::new(StoreObject::sized(store, &key, size)))
+                    .map_err(Error::Io)?
+            };
+            return ParquetFile::open(source, self.parquet_limits, &self.pool, Some(1));
+        }
         let cannot = |e| path_error("cannot read", path, e);
         let mut file = File::open(path).map_err(cannot)?;
         let size = file.metadata().map_err(cannot)?.len();
@@ -210,10 +268,14 @@ impl Dataset {
         ParquetFile::open(source, self.parquet_limits, &self.pool, Some(1))
     }
 
-    fn open_ipc(&self, path: &Path) -> Result<FileReader<ReaderSource<File>>> {
-        let file = File::open(path).map_err(|e| path_error("cannot read", path, e))?;
+    /// Opens an IPC file; one of a store is read whole first.
+    fn open_ipc(&self, path: &Path) -> Result<FileReader<ReaderSource<Box<dyn ReadSeek>>>> {
+        let input: Box<dyn ReadSeek> = match &self.store {
+            Some(store) => Box::new(std::io::Cursor::new(store.get(&path.to_string_lossy())?)),
+            None => Box::new(File::open(path).map_err(|e| path_error("cannot read", path, e))?),
+        };
         FileReader::try_new(
-            ReaderSource::new(file),
+            ReaderSource::new(input),
             ReadLimits::default(),
             &self.pool,
             Some(1),
@@ -338,7 +400,7 @@ impl Dataset {
                 ))
             }
             Some(n) => n,
-            None => available_threads(),
+            None => self.default_threads(),
         }
         .min(files.len().max(1));
         for_each_parallel(
@@ -420,8 +482,8 @@ impl Dataset {
         i: usize,
         threads: Option<usize>,
     ) -> Result<Vec<RecordBatch>> {
-        let path = &self.found.files[i].path;
-        let mut file = self.open_parquet(path, true)?;
+        let DatasetFile { path, size, .. } = &self.found.files[i];
+        let mut file = self.open_parquet(path, *size, true)?;
         let names: Vec<String> = self
             .file_columns(plan, file.schema())
             .into_iter()
@@ -661,8 +723,8 @@ impl Dataset {
     }
 
     fn count_parquet(&self, plan: &Plan, i: usize) -> Result<u64> {
-        let path = &self.found.files[i].path;
-        let mut file = self.open_parquet(path, false)?;
+        let DatasetFile { path, size, .. } = &self.found.files[i];
+        let mut file = self.open_parquet(path, *size, false)?;
         let Some(filter) = &plan.filter else {
             return Ok(file.metadata().file_metadata().num_rows().max(0) as u64);
         };
@@ -711,6 +773,37 @@ impl Dataset {
             threads: options.threads,
         })
     }
+}
+
+/// What an IPC file is read from: a local file, or a store's object in memory.
+trait ReadSeek: std::io::Read + std::io::Seek + Send {}
+
+impl<T: std::io::Read + std::io::Seek + Send> ReadSeek for T {}
+
+/// Every object below `prefix`, with the names starting with one of `ignore` left out at
+/// every depth below it, sorted by key (as [`list_files`] sorts paths).
+fn list_objects(store: &Store, prefix: &str, ignore: &[String]) -> Result<Vec<(PathBuf, u64)>> {
+    let listed = store.list(prefix)?;
+    let below = |key: &str| -> String {
+        match prefix.is_empty() {
+            true => key.to_string(),
+            false => key
+                .strip_prefix(prefix)
+                .map_or(key, |k| k.trim_start_matches('/'))
+                .to_string(),
+        }
+    };
+    Ok(listed
+        .into_iter()
+        .filter(|(key, _)| {
+            !below(key).split('/').any(|name| {
+                ignore
+                    .iter()
+                    .any(|p| !p.is_empty() && name.starts_with(p.as_str()))
+            })
+        })
+        .map(|(key, size)| (PathBuf::from(key), size))
+        .collect())
 }
 
 /// A dataset's batches, read a window of files at a time.

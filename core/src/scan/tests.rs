@@ -100,7 +100,7 @@ fn partitions_are_read_typed_and_pruned_before_a_file_is_opened() {
     std::fs::write(root.join("k=3/part-0.parquet"), b"not parquet").unwrap();
     std::fs::write(root.join("_SUCCESS"), b"").unwrap();
     let ds = open(&root);
-    assert_eq!(ds.files().count(), 3);
+    assert_eq!(ds.files().len(), 3);
     assert_eq!(ds.schema().field(2).name(), "k");
     assert_eq!(ds.schema().field(2).data_type(), &DataType::Int32);
 
@@ -125,7 +125,7 @@ fn row_groups_are_pruned_by_their_statistics_and_rows_filtered_exactly() {
     let root = tempdir("stats");
     write(&root.join("a.parquet"), 0, 100);
     let ds = open(&root);
-    let file = ds.open_parquet(&root.join("a.parquet"), true).unwrap();
+    let file = ds.open_parquet(&root.join("a.parquet"), 0, true).unwrap();
     let filter = Predicate::And(vec![
         cmp("id", CmpOp::GtEq, Int64Array::from(vec![42])),
         cmp("id", CmpOp::Lt, Int64Array::from(vec![57])),
@@ -247,7 +247,7 @@ fn pages_the_page_index_rules_out_are_left_out_of_the_selection() {
     w.write(&batch).unwrap();
     w.close().unwrap();
     let ds = open(&root);
-    let mut file = ds.open_parquet(&path, true).unwrap();
+    let mut file = ds.open_parquet(&path, 0, true).unwrap();
     assert!(file.load_page_index());
     let filter = Predicate::And(vec![
         cmp("id", CmpOp::GtEq, Int64Array::from(vec![42])),

@@ -1,0 +1,385 @@
+//! Object stores (S3-compatible storage, Google Cloud Storage) through arrow-rs's
+//! `object_store`: a store is opened from a URL and options as polars, delta-rs and obstore
+//! take them, and its requests run on the core's own runtime ([`runtime`]) without the
+//! caller's lock. Uploads are bounded in flight by one semaphore per store, so that a write
+//! of a thousand small files keeps many requests going without holding more than that many
+//! files in memory.
+
+pub mod runtime;
+mod writer;
+
+use std::io;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{StreamExt as _, TryStreamExt as _};
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+use object_store::path::Path as Key;
+use object_store::{ObjectStore, ObjectStoreExt as _, RetryConfig};
+use tokio::sync::Semaphore;
+
+pub use writer::{ObjectWriter, Upload};
+
+use crate::error::{Error, Result};
+use crate::parquet::ReadAt;
+use runtime::block_on;
+
+/// Requests in flight at once by default: polars' and obstore's figure, and where a store's
+/// per-connection latency stops being what limits a write of many small files.
+pub const DEFAULT_IN_FLIGHT: usize = 32;
+
+/// Bytes of a file held before its upload becomes a multipart upload, and the size of each
+/// part (S3 takes parts of 5 MiB at least).
+pub const DEFAULT_PART_SIZE: usize = 10 << 20;
+
+/// A store's options that are the client's rather than the store's: they are taken out of
+/// `storage_options` before the rest go to `object_store`'s builder.
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    pub max_in_flight: usize,
+    pub part_size: usize,
+    pub retry: RetryConfig,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions {
+            max_in_flight: DEFAULT_IN_FLIGHT,
+            part_size: DEFAULT_PART_SIZE,
+            retry: RetryConfig::default(),
+        }
+    }
+}
+
+struct Inner {
+    store: Arc<dyn ObjectStore>,
+    /// "s3://bucket", what keys are shown under in messages.
+    root: String,
+    options: ClientOptions,
+    in_flight: Arc<Semaphore>,
+}
+
+/// An opened object store (one bucket), shared by every file a write or read makes.
+#[derive(Clone)]
+pub struct Store(Arc<Inner>);
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Store({})", self.0.root)
+    }
+}
+
+/// A number of `storage_options`, named in the message when it is not one.
+fn option_number(key: &str, value: &str) -> Result<u64> {
+    value.trim().parse::<u64>().map_err(|_| {
+        Error::Parameter(format!(
+            "storage_options[{key:?}] must be a whole number, not {value:?}"
+        ))
+    })
+}
+
+/// A duration of `storage_options`: seconds, or a number with "ms", "s" or "m".
+fn option_duration(key: &str, value: &str) -> Result<Duration> {
+    let v = value.trim();
+    let (number, scale) = if let Some(n) = v.strip_suffix("ms") {
+        (n, 0.001)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (v, 1.0)
+    };
+    match number.trim().parse::<f64>() {
+        Ok(n) if n.is_finite() && n >= 0.0 => Ok(Duration::from_secs_f64(n * scale)),
+        _ => Err(Error::Parameter(format!(
+            "storage_options[{key:?}] must be a duration (seconds, or \"500ms\", \"30s\", \
+             \"2m\"), not {value:?}"
+        ))),
+    }
+}
+
+/// Splits "s3://bucket/prefix/" into ("s3", "bucket", "prefix").
+fn split_url(url: &str) -> Result<(String, &str, &str)> {
+    let bad = |why: &str| Error::Parameter(format!("{why}: {url:?}"));
+    let (scheme, rest) = url
+        .split_once("://")
+        .ok_or_else(|| bad("an object store URL starts with a scheme such as s3://"))?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    if bucket.is_empty() {
+        return Err(bad("the URL names no bucket"));
+    }
+    Ok((
+        scheme.to_ascii_lowercase(),
+        bucket,
+        prefix.trim_matches('/'),
+    ))
+}
+
+/// The key `path` names in a store, checked as `object_store` takes keys (no empty, "." or
+/// ".." segment, no control character), without re-encoding it: Hive values are already
+/// escaped with '%'.
+pub fn key(path: &str) -> Result<Key> {
+    Key::parse(path)
+        .map_err(|e| Error::Parameter(format!("{path:?} cannot be an object's key: {e}")))
+}
+
+impl Store {
+    /// The store `url` ("s3://bucket/prefix", "gs://bucket/prefix"; "s3a" and "gcs" as
+    /// aliases) names, configured by `options` (object_store's keys: "endpoint", "region",
+    /// "access_key_id", "allow_http", ...; AWS_* and GOOGLE_* environment variables fill in
+    /// what they leave out) and the client's own keys ("max_in_flight", "part_size",
+    /// "max_retries", "retry_timeout"). Returns the store and the URL's prefix. Nothing is
+    /// requested yet.
+    pub fn open(url: &str, options: &[(String, String)]) -> Result<(Store, String)> {
+        let (scheme, bucket, prefix) = split_url(url)?;
+        let mut client = ClientOptions::default();
+        let mut rest = Vec::new();
+        let mut endpoint_http = false;
+        let mut allow_http_given = false;
+        for (k, v) in options {
+            let lower = k.to_ascii_lowercase();
+            match lower.as_str() {
+                "max_in_flight" => {
+                    client.max_in_flight = option_number(k, v)?.max(1) as usize;
+                }
+                "part_size" => {
+                    let n = option_number(k, v)? as usize;
+                    if n < 5 << 20 {
+                        return Err(Error::Parameter(format!(
+                            "storage_options[{k:?}] must be at least 5 MiB (5242880), the \
+                             smallest part S3 takes, not {v}"
+                        )));
+                    }
+                    client.part_size = n;
+                }
+                "max_retries" => client.retry.max_retries = option_number(k, v)? as usize,
+                "retry_timeout" => client.retry.retry_timeout = option_duration(k, v)?,
+                _ => {
+                    if lower.ends_with("endpoint") || lower.ends_with("endpoint_url") {
+                        endpoint_http = v.starts_with("http://");
+                    }
+                    allow_http_given |= lower.ends_with("allow_http");
+                    rest.push((k.clone(), v.clone()));
+                }
+            }
+        }
+        // An endpoint given as http:// says plainly that the store is reached without TLS.
+        if endpoint_http && !allow_http_given {
+            rest.push(("allow_http".into(), "true".into()));
+        }
+        let unknown = |k: &str, e: &dyn std::fmt::Display| {
+            Error::Parameter(format!(
+                "storage_options has a key {k:?} that {scheme}:// does not take ({e})"
+            ))
+        };
+        let store: Arc<dyn ObjectStore> = match scheme.as_str() {
+            "s3" | "s3a" => {
+                let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
+                for (k, v) in &rest {
+                    let key: AmazonS3ConfigKey =
+                        k.to_ascii_lowercase().parse().map_err(|e| unknown(k, &e))?;
+                    b = b.with_config(key, v);
+                }
+                Arc::new(
+                    b.with_retry(client.retry.clone())
+                        .build()
+                        .map_err(|e| Error::Parameter(format!("cannot open {url}: {e}")))?,
+                )
+            }
+            "gs" | "gcs" => {
+                let mut b = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
+                for (k, v) in &rest {
+                    let key: GoogleConfigKey =
+                        k.to_ascii_lowercase().parse().map_err(|e| unknown(k, &e))?;
+                    b = b.with_config(key, v);
+                }
+                Arc::new(
+                    b.with_retry(client.retry.clone())
+                        .build()
+                        .map_err(|e| Error::Parameter(format!("cannot open {url}: {e}")))?,
+                )
+            }
+            other => {
+                return Err(Error::Parameter(format!(
+                    "{other}:// is not an object store zstdpool opens itself (s3:// and gs:// \
+                     are); pass a pyarrow or fsspec filesystem as filesystem= for others"
+                )))
+            }
+        };
+        let in_flight = Arc::new(Semaphore::new(client.max_in_flight));
+        let root = format!("{scheme}://{bucket}");
+        Ok((
+            Store(Arc::new(Inner {
+                store,
+                root,
+                options: client,
+                in_flight,
+            })),
+            prefix.to_string(),
+        ))
+    }
+
+    /// A store in this process's memory ("memory://"), for tests of what writes and reads
+    /// stores without a server.
+    pub fn in_memory(options: ClientOptions) -> Store {
+        Store(Arc::new(Inner {
+            store: Arc::new(object_store::memory::InMemory::new()),
+            root: "memory://".into(),
+            in_flight: Arc::new(Semaphore::new(options.max_in_flight)),
+            options,
+        }))
+    }
+
+    /// `key` as a URL, for messages.
+    pub fn url(&self, key: &str) -> String {
+        format!("{}/{key}", self.0.root)
+    }
+
+    /// The bucket's name, as pyarrow's filesystems show paths ("bucket/key").
+    pub fn bucket_path(&self, key: &str) -> String {
+        let bucket = self.0.root.split_once("://").map_or("", |(_, b)| b);
+        format!("{bucket}/{key}")
+    }
+
+    pub fn max_in_flight(&self) -> usize {
+        self.0.options.max_in_flight
+    }
+
+    /// An object store error as an I/O error naming what was done to which key: a missing
+    /// key or bucket is `NotFound`, refused credentials `PermissionDenied`.
+    fn error(&self, action: &str, key: &str, e: object_store::Error) -> Error {
+        use object_store::Error as E;
+        let kind = match &e {
+            E::NotFound { .. } => io::ErrorKind::NotFound,
+            E::PermissionDenied { .. } | E::Unauthenticated { .. } => {
+                io::ErrorKind::PermissionDenied
+            }
+            E::AlreadyExists { .. } => io::ErrorKind::AlreadyExists,
+            _ => io::ErrorKind::Other,
+        };
+        Error::Io(io::Error::new(
+            kind,
+            format!("cannot {action} {}: {e}", self.url(key)),
+        ))
+    }
+
+    /// The objects below `prefix` (a directory: "a/b" lists "a/b/..." only), with their
+    /// sizes, sorted by key.
+    pub fn list(&self, prefix: &str) -> Result<Vec<(String, u64)>> {
+        let k = key(prefix)?;
+        let listed: Vec<_> = block_on(
+            self.0
+                .store
+                .list((!prefix.is_empty()).then_some(&k))
+                .try_collect::<Vec<_>>(),
+        )?
+        .map_err(|e| self.error("list", prefix, e))?;
+        let mut found: Vec<(String, u64)> = listed
+            .into_iter()
+            .map(|m| (m.location.to_string(), m.size))
+            .collect();
+        found.sort();
+        Ok(found)
+    }
+
+    /// Whether anything lies below `prefix`.
+    pub fn any_below(&self, prefix: &str) -> Result<bool> {
+        let k = key(prefix)?;
+        let mut listing = self.0.store.list((!prefix.is_empty()).then_some(&k));
+        block_on(listing.try_next())?
+            .map(|first| first.is_some())
+            .map_err(|e| self.error("list", prefix, e))
+    }
+
+    /// Deletes every object below `prefix`, in batches where the store takes them.
+    pub fn delete_below(&self, prefix: &str) -> Result<()> {
+        let k = key(prefix)?;
+        let store = self.0.store.clone();
+        let result = block_on(async move {
+            let listed = store.list(Some(&k)).map_ok(|m| m.location).boxed();
+            store.delete_stream(listed).try_collect::<Vec<_>>().await
+        })?;
+        result
+            .map(|_| ())
+            .map_err(|e| self.error("delete below", prefix, e))
+    }
+
+    /// The size of the object `key`.
+    pub fn size(&self, path: &str) -> Result<u64> {
+        let k = key(path)?;
+        block_on(self.0.store.head(&k))?
+            .map(|m| m.size)
+            .map_err(|e| self.error("read", path, e))
+    }
+
+    /// The whole object `key`.
+    pub fn get(&self, path: &str) -> Result<Bytes> {
+        let k = key(path)?;
+        block_on(async { self.0.store.get(&k).await?.bytes().await })?
+            .map_err(|e| self.error("read", path, e))
+    }
+
+    /// `range` of the object `key`.
+    pub fn get_range(&self, path: &str, range: Range<u64>) -> Result<Bytes> {
+        let k = key(path)?;
+        block_on(self.0.store.get_range(&k, range))?.map_err(|e| self.error("read", path, e))
+    }
+
+    /// Writes `key` (see [`ObjectWriter`]: nothing is under the key until it is committed).
+    pub fn create(&self, path: &str) -> Result<ObjectWriter> {
+        ObjectWriter::new(self.clone(), key(path)?, path.to_string())
+    }
+}
+
+/// An object read at offsets with ranged GETs: what a Parquet reader reads a large file of a
+/// store through. Its size is asked for once.
+pub struct StoreObject {
+    store: Store,
+    path: String,
+    size: u64,
+}
+
+impl StoreObject {
+    pub fn open(store: &Store, path: &str) -> Result<StoreObject> {
+        Ok(StoreObject::sized(store, path, store.size(path)?))
+    }
+
+    /// The object `path`, known to be `size` bytes (from a listing).
+    pub fn sized(store: &Store, path: &str, size: u64) -> StoreObject {
+        StoreObject {
+            store: store.clone(),
+            path: path.to_string(),
+            size,
+        }
+    }
+}
+
+impl ReadAt for StoreObject {
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.size)
+    }
+
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let end = (offset + buf.len() as u64).min(self.size);
+        if offset >= end {
+            return Ok(0);
+        }
+        let got = self
+            .store
+            .get_range(&self.path, offset..end)
+            .map_err(|e| match e {
+                Error::Io(io) => io,
+                other => io::Error::other(other.to_string()),
+            })?;
+        let n = got.len().min(buf.len());
+        buf[..n].copy_from_slice(&got[..n]);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,140 @@
+use std::io::Write;
+
+use super::*;
+
+fn small_parts() -> ClientOptions {
+    ClientOptions {
+        part_size: 5 << 20,
+        max_in_flight: 4,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn urls_split_into_scheme_bucket_and_prefix() {
+    assert_eq!(split_url("s3://b/a/c/").unwrap(), ("s3".into(), "b", "a/c"));
+    assert_eq!(split_url("GS://b").unwrap(), ("gs".into(), "b", ""));
+    assert!(split_url("s3:///x").is_err());
+    assert!(split_url("bucket/x").is_err());
+}
+
+#[test]
+fn options_are_checked_and_named() {
+    let open = |k: &str, v: &str| Store::open("s3://b/p", &[(k.into(), v.into())]);
+    let e = open("max_in_flight", "many").unwrap_err().to_string();
+    assert!(e.contains("max_in_flight") && e.contains("many"), "{e}");
+    let e = open("part_size", "1024").unwrap_err().to_string();
+    assert!(e.contains("5 MiB"), "{e}");
+    let e = open("no_such_option", "1").unwrap_err().to_string();
+    assert!(e.contains("no_such_option"), "{e}");
+    let e = open("retry_timeout", "soon").unwrap_err().to_string();
+    assert!(e.contains("retry_timeout"), "{e}");
+    let (store, prefix) = Store::open(
+        "s3://b/p/q",
+        &[
+            ("endpoint".into(), "http://127.0.0.1:9".into()),
+            ("retry_timeout".into(), "250ms".into()),
+            ("max_in_flight".into(), "7".into()),
+        ],
+    )
+    .unwrap();
+    assert_eq!(prefix, "p/q");
+    assert_eq!(store.max_in_flight(), 7);
+    assert_eq!(
+        store.0.options.retry.retry_timeout,
+        Duration::from_millis(250)
+    );
+    let e = Store::open("ftp://b/p", &[]).unwrap_err().to_string();
+    assert!(e.contains("ftp://"), "{e}");
+}
+
+#[test]
+fn keys_are_taken_as_they_are() {
+    assert_eq!(key("a/x=%2F/f").unwrap().as_ref(), "a/x=%2F/f");
+    assert!(key("a//b").is_err());
+    assert!(key("a/../b").is_err());
+}
+
+#[test]
+fn a_small_object_is_one_put_when_committed() {
+    let store = Store::in_memory(small_parts());
+    let mut w = store.create("d/f.bin").unwrap();
+    w.write_all(b"hello").unwrap();
+    assert!(!store.any_below("d").unwrap(), "nothing before the commit");
+    assert_eq!(w.commit().unwrap(), 5);
+    assert_eq!(store.get("d/f.bin").unwrap().as_ref(), b"hello");
+    assert_eq!(store.list("d").unwrap(), vec![("d/f.bin".to_string(), 5)]);
+}
+
+#[test]
+fn a_large_object_is_a_multipart_upload_shown_only_when_complete() {
+    let store = Store::in_memory(small_parts());
+    let data: Vec<u8> = (0..(12 << 20)).map(|i| (i % 251) as u8).collect();
+    let mut w = store.create("big").unwrap();
+    for chunk in data.chunks(1 << 20) {
+        w.write_all(chunk).unwrap();
+    }
+    assert!(w.multipart.is_some(), "parts went while it was written");
+    assert!(store.list("").unwrap().is_empty());
+    w.commit().unwrap();
+    assert_eq!(store.get("big").unwrap().as_ref(), &data[..]);
+    assert_eq!(
+        store.get_range("big", 100..110).unwrap().as_ref(),
+        &data[100..110]
+    );
+}
+
+#[test]
+fn a_dropped_object_leaves_nothing() {
+    let store = Store::in_memory(small_parts());
+    let mut w = store.create("gone").unwrap();
+    w.write_all(&vec![1u8; 6 << 20]).unwrap();
+    drop(w);
+    let mut small = store.create("gone2").unwrap();
+    small.write_all(b"x").unwrap();
+    drop(small);
+    assert!(store.list("").unwrap().is_empty());
+}
+
+#[test]
+fn background_uploads_are_bounded_and_all_complete() {
+    let store = Store::in_memory(small_parts());
+    let uploads: Vec<Upload> = (0..50)
+        .map(|i| {
+            let mut w = store.create(&format!("p/{i}")).unwrap();
+            w.write_all(&[i as u8; 10]).unwrap();
+            w.commit_in_background().unwrap()
+        })
+        .collect();
+    for u in uploads {
+        assert_eq!(u.wait().unwrap(), 10);
+    }
+    assert_eq!(store.list("p").unwrap().len(), 50);
+    assert_eq!(
+        store.0.in_flight.available_permits(),
+        4,
+        "every permit returned"
+    );
+    store.delete_below("p").unwrap();
+    assert!(!store.any_below("p").unwrap());
+}
+
+#[test]
+fn ranged_reads_serve_read_at() {
+    let store = Store::in_memory(small_parts());
+    let mut w = store.create("r").unwrap();
+    w.write_all(b"0123456789").unwrap();
+    w.commit().unwrap();
+    let o = StoreObject::open(&store, "r").unwrap();
+    let mut buf = [0u8; 4];
+    assert_eq!(o.read_at(8, &mut buf).unwrap(), 2);
+    assert_eq!(&buf[..2], b"89");
+    assert_eq!(o.read_at(10, &mut buf).unwrap(), 0);
+    match StoreObject::open(&store, "missing")
+        .map(|_| ())
+        .unwrap_err()
+    {
+        Error::Io(io) => assert_eq!(io.kind(), io::ErrorKind::NotFound),
+        other => panic!("{other}"),
+    }
+}
