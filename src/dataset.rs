@@ -1,7 +1,5 @@
 //! `zstdpool.dataset.write_dataset`.
 
-use std::path::PathBuf;
-
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -13,8 +11,9 @@ use crate::io::{as_path, unwrap_py_error};
 use crate::ipc_writer::durability;
 use crate::parquet_options::writer_keywords;
 use crate::pool::{pool_or_default, PyContextPool};
+use crate::store;
 use zstdpool_core::dataset::{
-    DatasetOptions, DatasetWriter, ExistingData, FileFormat, WrittenFile,
+    DatasetOptions, DatasetWriter, Destination, ExistingData, FileFormat, WrittenFile,
 };
 use zstdpool_core::params;
 
@@ -136,7 +135,7 @@ fn files_list<'py>(py: Python<'py>, files: &[WrittenFile]) -> PyResult<Bound<'py
 /// `completed_files` attribute with the files that were whole before it; no partial file is
 /// left under a final name.
 #[pyfunction]
-#[pyo3(signature = (data, base_dir, *, partitioning=None, format="parquet", compression="zstd", level=None, basename_template=None, existing_data_behavior="error", max_open_files=1024, max_rows_per_file=None, max_pending_bytes=268435456, threads=None, fsync=false, pool=None, file_options=None))]
+#[pyo3(signature = (data, base_dir, *, partitioning=None, format="parquet", compression="zstd", level=None, basename_template=None, existing_data_behavior="error", max_open_files=1024, max_rows_per_file=None, max_pending_bytes=268435456, threads=None, fsync=false, pool=None, file_options=None, storage_options=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_dataset<'py>(
     py: Python<'py>,
@@ -155,13 +154,17 @@ pub fn write_dataset<'py>(
     fsync: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
     file_options: Option<&Bound<'py, PyDict>>,
+    storage_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let base: PathBuf = as_path(base_dir)?.ok_or_else(|| {
-        errors::wrong_type(format!(
-            "base_dir must be a str or os.PathLike, not '{}'",
-            type_name(base_dir)
-        ))
-    })?;
+    let destination = match store::open_if_url("base_dir", base_dir, storage_options)? {
+        Some((store, prefix)) => Destination::Store { store, prefix },
+        None => Destination::Local(as_path(base_dir)?.ok_or_else(|| {
+            errors::wrong_type(format!(
+                "base_dir must be a str, os.PathLike or object store URL, not '{}'",
+                type_name(base_dir)
+            ))
+        })?),
+    };
     let options = DatasetOptions {
         partitioning: partition_columns(partitioning)?,
         format: file_format(format, compression, level, file_options)?,
@@ -183,7 +186,8 @@ pub fn write_dataset<'py>(
             Ok(input) => input,
             Err(e) => return (Err(e), Vec::new()),
         };
-        let mut writer = match DatasetWriter::try_new(&base, input.schema(), options, pool) {
+        let mut writer = match DatasetWriter::try_new_at(destination, input.schema(), options, pool)
+        {
             Ok(w) => w,
             Err(e) => return (Err(Failure::Encode(unwrap_py_error(e))), Vec::new()),
         };
@@ -198,6 +202,9 @@ pub fn write_dataset<'py>(
                 .map_err(|e| Failure::Encode(unwrap_py_error(e)))?;
             Ok(())
         })();
+        if result.is_err() {
+            writer.abort();
+        }
         (result, writer.written().to_vec())
     });
     match result {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyList, PyTuple};
+use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
 use pyo3_arrow::{PyArray, PySchema};
 
 use crate::errors;
@@ -20,6 +20,7 @@ use crate::held::Held;
 use crate::input::schema_of;
 use crate::io::{as_path, unwrap_py_error_in};
 use crate::pool::{pool_or_default, PyContextPool};
+use crate::store;
 use zstdpool_core::error::{Error, Result};
 use zstdpool_core::params;
 use zstdpool_core::scan::{
@@ -97,6 +98,50 @@ fn options(
     })
 }
 
+/// The sources of a store: a URL is a prefix (or one object), a list of URLs those objects
+/// (of one bucket). None when `source` names local files.
+fn store_sources(
+    source: &Bound<'_, PyAny>,
+    storage_options: Option<&Bound<'_, PyDict>>,
+    ignore_prefixes: &[String],
+) -> PyResult<Option<Sources>> {
+    if let Ok(list) = source.cast::<PyList>() {
+        let first = match list.get_item(0) {
+            Ok(first) if store::is_store_url(&first) => first,
+            _ => return store::open_if_url("source", source, storage_options).map(|_| None),
+        };
+        let (store, _) = store::open(&first.extract::<String>()?, storage_options)?;
+        let root = store.url("");
+        let mut keys = Vec::with_capacity(list.len());
+        for item in list.iter() {
+            let url: String = item.extract().map_err(|_| {
+                errors::wrong_type(
+                    "source: every item of the list must be a URL of the same bucket",
+                )
+            })?;
+            let key = url
+                .get(root.len()..)
+                .filter(|_| url[..root.len()].eq_ignore_ascii_case(&root))
+                .ok_or_else(|| {
+                    errors::parameter(format!(
+                        "source: every URL of the list must be in {root}, and {url:?} is not"
+                    ))
+                })?;
+            keys.push(key.to_string());
+        }
+        return Ok(Some(Sources::StoreKeys { store, keys }));
+    }
+    Ok(
+        store::open_if_url("source", source, storage_options)?.map(|(store, prefix)| {
+            Sources::StorePrefix {
+                store,
+                prefix,
+                ignore_prefixes: ignore_prefixes.to_vec(),
+            }
+        }),
+    )
+}
+
 /// The files of a dataset, found at open: their partitions typed and the schema read from
 /// the first file (or given). Reads take no lock; several threads may read at once.
 #[pyclass(frozen, name = "DatasetScanner", module = "zstdpool.dataset")]
@@ -112,7 +157,7 @@ impl PyDatasetScanner {
     /// and, unless `infer_partition_types`, their types; for "hive", given types); inferred
     /// types are dictionaries with `infer_dictionary`.
     #[new]
-    #[pyo3(signature = (source, *, format="parquet", partitioning=None, partition_schema=None, infer_partition_types=true, infer_dictionary=false, schema=None, ignore_prefixes=None, pool=None))]
+    #[pyo3(signature = (source, *, format="parquet", partitioning=None, partition_schema=None, infer_partition_types=true, infer_dictionary=false, schema=None, ignore_prefixes=None, pool=None, storage_options=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -125,6 +170,7 @@ impl PyDatasetScanner {
         schema: Option<&Bound<'_, PyAny>>,
         ignore_prefixes: Option<Vec<String>>,
         pool: Option<&Bound<'_, PyContextPool>>,
+        storage_options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let (format, errors_format) = match format.to_ascii_lowercase().as_str() {
             "parquet" => (FileFormat::Parquet, Format::Parquet),
@@ -155,29 +201,32 @@ impl PyDatasetScanner {
                 )))
             }
         };
-        let sources = match as_path(source)? {
-            Some(root) if root.is_dir() => Sources::Directory {
-                root,
-                ignore_prefixes: ignore_prefixes.unwrap_or_else(|| vec![".".into(), "_".into()]),
-            },
-            Some(file) => Sources::Files(vec![file]),
-            None => {
-                let list =
-                    source.cast::<PyList>().map_err(|_| {
+        let ignore_prefixes = ignore_prefixes.unwrap_or_else(|| vec![".".into(), "_".into()]);
+        let sources = match store_sources(source, storage_options, &ignore_prefixes)? {
+            Some(sources) => sources,
+            None => match as_path(source)? {
+                Some(root) if root.is_dir() => Sources::Directory {
+                    root,
+                    ignore_prefixes,
+                },
+                Some(file) => Sources::Files(vec![file]),
+                None => {
+                    let list = source.cast::<PyList>().map_err(|_| {
                         errors::wrong_type(format!(
                         "source must be a directory, a file path, or a list of file paths, not \
                          '{}'",
                         source.get_type().name().map(|n| n.to_string()).unwrap_or_default()
                     ))
                     })?;
-                let mut paths: Vec<PathBuf> = Vec::with_capacity(list.len());
-                for item in list.iter() {
-                    paths.push(as_path(&item)?.ok_or_else(|| {
-                        errors::wrong_type("source: every item of the list must be a path")
-                    })?);
+                    let mut paths: Vec<PathBuf> = Vec::with_capacity(list.len());
+                    for item in list.iter() {
+                        paths.push(as_path(&item)?.ok_or_else(|| {
+                            errors::wrong_type("source: every item of the list must be a path")
+                        })?);
+                    }
+                    Sources::Files(paths)
                 }
-                Sources::Files(paths)
-            }
+            },
         };
         let schema = schema.map(schema_of).transpose()?;
         let pool = pool_or_default(pool);
@@ -207,6 +256,7 @@ impl PyDatasetScanner {
     fn files(&self) -> Vec<String> {
         self.dataset
             .files()
+            .into_iter()
             .map(|p| p.to_string_lossy().into_owned())
             .collect()
     }

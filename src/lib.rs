@@ -23,6 +23,7 @@ mod parquet_writer;
 mod pool;
 mod sink;
 mod source;
+mod store;
 
 use pyo3::prelude::*;
 

@@ -22,14 +22,15 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from zstdpool import _filters, _substrait
-from zstdpool._zstdpool import DatasetBatches, DatasetScanner, write_dataset
+from zstdpool import _filters, _fs, _substrait
+from zstdpool._zstdpool import DatasetBatches, DatasetScanner
+from zstdpool._zstdpool import write_dataset as _write_dataset
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from zstdpool._zstdpool import ContextPool
+    from zstdpool._zstdpool import ContextPool, WrittenFile
 
 __all__ = ["Dataset", "DatasetBatches", "dataset", "write_dataset"]
 
@@ -358,6 +359,7 @@ def dataset(
     filesystem: Any = None,
     ignore_prefixes: Sequence[str] = (".", "_"),
     pool: ContextPool | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> Dataset:
     """A dataset of Parquet (``format="parquet"``) or Arrow IPC (``"ipc"``, ``"arrow"``,
     ``"feather"``) files: ``source`` is a directory (walked, leaving out names that start with
@@ -369,9 +371,25 @@ def dataset(
     pyarrow infers them (int32 where every value is one, else string) unless given;
     ``__HIVE_DEFAULT_PARTITION__`` reads as null and escaped values are unescaped. The schema
     is the first file's (or ``schema``), then the partition fields; a column a file lacks
-    reads as nulls. ``filesystem`` is not supported yet: pass local paths.
+    reads as nulls.
+
+    ``source`` may be an object store URL ("s3://bucket/prefix", "gs://..."), with
+    ``storage_options`` as polars takes them (endpoint, region, credentials, allow_http;
+    environment variables fill in the rest): the prefix is listed, and files are read with
+    GETs issued from Rust, as many in flight as ``storage_options["max_in_flight"]`` (32).
+    ``filesystem`` may be a pyarrow or fsspec local filesystem, or a ``SubTreeFileSystem``
+    over one.
     """
-    return _open(source, format, partitioning, schema, filesystem, ignore_prefixes, pool)
+    return _open(
+        source,
+        format,
+        partitioning,
+        schema,
+        filesystem,
+        ignore_prefixes,
+        pool,
+        storage_options=storage_options,
+    )
 
 
 def _open(
@@ -383,14 +401,11 @@ def _open(
     ignore_prefixes: Sequence[str],
     pool: ContextPool | None,
     infer_dictionary: bool = False,
+    storage_options: dict[str, Any] | None = None,
 ) -> Dataset:
     """``dataset``, with inferred partition types as dictionaries on request (what
     ``zstdpool.parquet.read_table`` asks for, as pyarrow's does)."""
-    if filesystem is not None:
-        raise NotImplementedError(
-            f"filesystem: dataset reads local paths for now, not through a "
-            f"'{type(filesystem).__name__}'; pass source as a local path"
-        )
+    source, storage_options = _fs.resolve(source, filesystem, storage_options, "source")
     fmt = format.lower()
     if fmt not in ("parquet", "ipc", "arrow", "feather"):
         raise ValueError(
@@ -399,12 +414,12 @@ def _open(
     if isinstance(source, (str, os.PathLike)):
         src: Any = os.fspath(source)
     elif isinstance(source, Sequence):
-        src = [os.fspath(s) for s in source]
+        src = [s if _fs.is_store_url(s) else os.fspath(s) for s in source]
     else:
         raise TypeError(
             f"source must be a directory, a file, or a list of files, not '{type(source).__name__}'"
         )
-    if isinstance(src, str) and not os.path.exists(src):
+    if isinstance(src, str) and not _fs.is_store_url(src) and not os.path.exists(src):
         raise FileNotFoundError(2, "No such file or directory", src)
     scanner = DatasetScanner(
         src,
@@ -412,6 +427,30 @@ def _open(
         schema=schema,
         ignore_prefixes=list(ignore_prefixes),
         pool=pool,
+        storage_options=storage_options,
         **_partitioning(partitioning, infer_dictionary),
     )
     return Dataset(scanner, "parquet" if fmt == "parquet" else "ipc")
+
+
+def write_dataset(
+    data: Any,
+    base_dir: str | os.PathLike[str],
+    *,
+    filesystem: Any = None,
+    storage_options: dict[str, Any] | None = None,
+    **options: Any,
+) -> list[WrittenFile]:
+    """Writes ``data`` under ``base_dir`` as a dataset; see ``zstdpool._zstdpool.write_dataset``
+    for the options, which follow ``pyarrow.dataset.write_dataset``.
+
+    ``base_dir`` may be an object store URL ("s3://bucket/prefix", "gs://..."), with
+    ``storage_options`` as polars takes them: each file is uploaded from Rust as it is
+    completed (one PUT, or a multipart upload past ``storage_options["part_size"]``, 10 MiB),
+    as many at once as ``storage_options["max_in_flight"]`` (32). Nothing appears under a
+    file's key until it is whole, and a failed write leaves no object under a final key.
+    ``existing_data_behavior`` lists and deletes keys there. ``filesystem`` may be a pyarrow
+    or fsspec local filesystem, or a ``SubTreeFileSystem`` over one.
+    """
+    base, storage_options = _fs.resolve(base_dir, filesystem, storage_options, "base_dir")
+    return _write_dataset(data, base, storage_options=storage_options, **options)

@@ -26,15 +26,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
-from zstdpool import _filters
+from zstdpool import _filters, _fs
 from zstdpool._zstdpool import (
     ParquetBatches,
     ParquetFile,
     ParquetWriter,
     read_schema,
-    write_dataset,
     write_table,
 )
+from zstdpool.dataset import write_dataset
 from zstdpool._zstdpool import read_table as _read_file
 
 if TYPE_CHECKING:
@@ -44,7 +44,14 @@ if TYPE_CHECKING:
     from zstdpool._zstdpool import ContextPool, ParquetWriteOptions
 
 # Keywords of write_to_dataset that go to write_dataset; the rest are the Parquet writer's.
-_DATASET_KEYWORDS = ("max_open_files", "max_rows_per_file", "max_pending_bytes", "fsync", "pool")
+_DATASET_KEYWORDS = (
+    "max_open_files",
+    "max_rows_per_file",
+    "max_pending_bytes",
+    "fsync",
+    "pool",
+    "storage_options",
+)
 
 
 @dataclass(frozen=True)
@@ -94,10 +101,13 @@ def write_to_dataset(
         raise ValueError(
             "The 'metadata_collector' argument is not supported. Use only 'file_visitor' instead."
         )
-    if filesystem is not None:
+    root_path, _ = _fs.resolve(root_path, filesystem, None, "root_path")
+    if (file_visitor is not None or metadata_collector is not None) and _fs.is_store_url(
+        root_path
+    ):
         raise NotImplementedError(
-            f"filesystem: write_to_dataset writes to local paths for now, not through a "
-            f"'{type(filesystem).__name__}'; pass root_path as a local path"
+            "file_visitor and metadata_collector read each file's footer back, which is done "
+            "for local paths only; write to the store without them"
         )
     if schema is not None:
         import pyarrow as pa
@@ -110,6 +120,7 @@ def write_to_dataset(
     written = write_dataset(
         table,
         root_path,
+        filesystem=None,
         partitioning=partitioning if partitioning is not None else partition_cols,
         format="parquet",
         basename_template=basename_template or uuid.uuid4().hex + "-{i}.parquet",
@@ -167,6 +178,7 @@ def read_table(
     threads: int | None = None,
     max_page_size: int | None = None,
     pool: ContextPool | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> pa.Table:
     """pyarrow's ``read_table``: ``source`` is a file (a path, bytes-like, or a seekable
     binary file object), a directory, or a list of files, read into one ``pyarrow.Table``.
@@ -181,20 +193,27 @@ def read_table(
     to them. Files are read on
     several threads (``threads``; one with ``use_threads=False``), zstd pages decompressed
     with pooled contexts. ``row_groups`` and ``max_page_size`` apply to a single file.
+
+    ``source`` may be an object store URL ("s3://bucket/key" or a prefix), or a list of them,
+    with ``storage_options`` as ``zstdpool.dataset.dataset`` takes them; ``filesystem`` a
+    pyarrow or fsspec local filesystem.
     """
-    if filesystem is not None:
-        raise NotImplementedError(
-            f"filesystem: read_table reads local paths for now, not through a "
-            f"'{type(filesystem).__name__}'; pass source as a local path"
-        )
+    source, storage_options = _fs.resolve(source, filesystem, storage_options, "source")
     n = threads if threads is not None else (None if use_threads else 1)
     cols = list(columns) if columns is not None else None
-    if _is_dataset_source(source) or (
-        filters is not None and isinstance(source, (str, os.PathLike)) and row_groups is None
+    remote = _fs.is_store_url(source) or (
+        isinstance(source, list) and any(_fs.is_store_url(s) for s in source)
+    )
+    if remote and row_groups is not None:
+        raise NotImplementedError("row_groups: a file of an object store is read whole")
+    if (
+        remote
+        or _is_dataset_source(source)
+        or (filters is not None and isinstance(source, (str, os.PathLike)) and row_groups is None)
     ):
         from zstdpool.dataset import _open
 
-        single = not _is_dataset_source(source)
+        single = not remote and not _is_dataset_source(source)
         ds = _open(
             source,
             "parquet",
@@ -204,6 +223,7 @@ def read_table(
             (".", "_") if ignore_prefixes is None else ignore_prefixes,
             pool,
             infer_dictionary=True,
+            storage_options=storage_options,
         )
         if cols is not None and use_pandas_metadata:
             cols = _with_pandas_index(ds.schema, cols)

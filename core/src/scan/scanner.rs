@@ -124,8 +124,18 @@ impl Dataset {
                 ignore_prefixes,
             } => {
                 let files = list_objects(&s, &prefix, &ignore_prefixes)?;
+                // Nothing below the prefix: it may be an object itself, read as a file.
+                let one = match files.is_empty() && !prefix.is_empty() {
+                    true => Some(s.size(&prefix)),
+                    false => None,
+                };
                 store = Some(s);
-                partitions(files, Some(Path::new(&prefix)), partitioning)?
+                match one {
+                    Some(Ok(size)) => {
+                        partitions(vec![(PathBuf::from(&prefix), size)], None, partitioning)?
+                    }
+                    _ => partitions(files, Some(Path::new(&prefix)), partitioning)?,
+                }
             }
             Sources::StoreKeys { store: s, keys } => {
                 let mut files = Vec::with_capacity(keys.len());

@@ -23,7 +23,7 @@ use tokio::sync::Semaphore;
 
 pub use writer::{ObjectWriter, Upload};
 
-use crate::error::{Error, Result};
+use crate::error::{catch_panics, Error, Result};
 use crate::parquet::ReadAt;
 use runtime::block_on;
 
@@ -135,6 +135,11 @@ impl Store {
     /// "max_retries", "retry_timeout"). Returns the store and the URL's prefix. Nothing is
     /// requested yet.
     pub fn open(url: &str, options: &[(String, String)]) -> Result<(Store, String)> {
+        runtime::install_crypto();
+        catch_panics("opening an object store", || Self::open_inner(url, options))
+    }
+
+    fn open_inner(url: &str, options: &[(String, String)]) -> Result<(Store, String)> {
         let (scheme, bucket, prefix) = split_url(url)?;
         let mut client = ClientOptions::default();
         let mut rest = Vec::new();
@@ -261,9 +266,25 @@ impl Store {
             E::AlreadyExists { .. } => io::ErrorKind::AlreadyExists,
             _ => io::ErrorKind::Other,
         };
+        // S3's codes, where object_store reports a listing's failure as a generic error.
+        let text = e.to_string();
+        let kind = if text.contains("NoSuchBucket") {
+            io::ErrorKind::NotFound
+        } else if [
+            "InvalidAccessKeyId",
+            "SignatureDoesNotMatch",
+            "AccessDenied",
+        ]
+        .iter()
+        .any(|code| text.contains(code))
+        {
+            io::ErrorKind::PermissionDenied
+        } else {
+            kind
+        };
         Error::Io(io::Error::new(
             kind,
-            format!("cannot {action} {}: {e}", self.url(key)),
+            format!("cannot {action} {}: {text}", self.url(key)),
         ))
     }
 

@@ -30,9 +30,6 @@ pub fn runtime() -> io::Result<Arc<Runtime>> {
     if let Some((_, inherited)) = held.take() {
         std::mem::forget(inherited);
     }
-    // rustls needs its cryptography chosen once per process; a provider installed already
-    // (by another library in the process) is as good.
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = Arc::new(
         Builder::new_multi_thread()
             .worker_threads(WORKERS)
@@ -42,6 +39,15 @@ pub fn runtime() -> io::Result<Arc<Runtime>> {
     );
     *held = Some((pid, rt.clone()));
     Ok(rt)
+}
+
+/// Chooses rustls's cryptography, once per process, before a client is built: ring, or a
+/// provider another library in the process installed already.
+pub fn install_crypto() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
 }
 
 /// Runs `f` to completion on the runtime, blocking the calling thread.

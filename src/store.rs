@@ -1,0 +1,84 @@
+//! Object store URLs and `storage_options`: what the writers and readers that take a path
+//! take instead, to reach S3-compatible storage or Google Cloud Storage natively.
+
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyString};
+
+use crate::buffer::type_name;
+use crate::errors;
+use crate::errors::OrRaise as _;
+use zstdpool_core::store::Store;
+
+/// The schemes opened natively.
+const SCHEMES: &[&str] = &["s3://", "s3a://", "gs://", "gcs://"];
+
+/// Whether `obj` is a URL of a store opened natively.
+pub fn is_store_url(obj: &Bound<'_, PyAny>) -> bool {
+    obj.cast::<PyString>()
+        .ok()
+        .and_then(|s| s.to_str().ok().map(is_store_str))
+        .unwrap_or(false)
+}
+
+fn is_store_str(s: &str) -> bool {
+    SCHEMES
+        .iter()
+        .any(|scheme| s.len() >= scheme.len() && s[..scheme.len()].eq_ignore_ascii_case(scheme))
+}
+
+/// `storage_options` as key-value strings: values may be str, bool (as "true"/"false"), int
+/// or float, as polars and delta-rs take them.
+fn options(storage_options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String, String)>> {
+    let Some(d) = storage_options else {
+        return Ok(Vec::new());
+    };
+    let mut out = Vec::with_capacity(d.len());
+    for (k, v) in d.iter() {
+        let key: String = k.extract().map_err(|_| {
+            errors::wrong_type(format!(
+                "storage_options: keys must be str, not '{}'",
+                type_name(&k)
+            ))
+        })?;
+        let value = if v.is_instance_of::<PyBool>() {
+            if v.is_truthy()? { "true" } else { "false" }.to_string()
+        } else if v.is_instance_of::<PyString>()
+            || v.is_instance_of::<pyo3::types::PyInt>()
+            || v.is_instance_of::<pyo3::types::PyFloat>()
+        {
+            v.str()?.to_string()
+        } else {
+            return Err(errors::wrong_type(format!(
+                "storage_options[{key:?}] must be a str, bool or number, not '{}'",
+                type_name(&v)
+            )));
+        };
+        out.push((key, value));
+    }
+    Ok(out)
+}
+
+/// The store and prefix `url` names, with `storage_options`.
+pub fn open(url: &str, storage_options: Option<&Bound<'_, PyDict>>) -> PyResult<(Store, String)> {
+    Store::open(url, &options(storage_options)?).or_raise()
+}
+
+/// The store a path argument names: Some for a store URL; None for a local path, where
+/// `storage_options` must not be given (they would be ignored).
+pub fn open_if_url(
+    argument: &str,
+    target: &Bound<'_, PyAny>,
+    storage_options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Option<(Store, String)>> {
+    if is_store_url(target) {
+        let url: String = target.extract()?;
+        return open(&url, storage_options).map(Some);
+    }
+    if storage_options.is_some_and(|d| !d.is_empty()) {
+        return Err(errors::parameter(format!(
+            "storage_options are for object store URLs (s3://, gs://), and {argument} is {}",
+            target.repr()?
+        )));
+    }
+    Ok(None)
+}
