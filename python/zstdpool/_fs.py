@@ -75,9 +75,7 @@ def resolve(
     """``target`` (a path, URL, or list of them) resolved against ``filesystem``, and the
     ``storage_options`` that go with it (checked on the Rust side: they apply to URLs only)."""
     if storage_options is not None and not isinstance(storage_options, dict):
-        raise TypeError(
-            f"storage_options must be a dict, not '{type(storage_options).__name__}'"
-        )
+        raise TypeError(f"storage_options must be a dict, not '{type(storage_options).__name__}'")
     if isinstance(target, (list, tuple)):
         return [_one(t, filesystem, argument) for t in target], storage_options
     return _one(target, filesystem, argument), storage_options

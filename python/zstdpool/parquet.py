@@ -102,9 +102,7 @@ def write_to_dataset(
             "The 'metadata_collector' argument is not supported. Use only 'file_visitor' instead."
         )
     root_path, _ = _fs.resolve(root_path, filesystem, None, "root_path")
-    if (file_visitor is not None or metadata_collector is not None) and _fs.is_store_url(
-        root_path
-    ):
+    if (file_visitor is not None or metadata_collector is not None) and _fs.is_store_url(root_path):
         raise NotImplementedError(
             "file_visitor and metadata_collector read each file's footer back, which is done "
             "for local paths only; write to the store without them"

@@ -8,6 +8,7 @@
 pub mod runtime;
 mod writer;
 
+use std::collections::HashSet;
 use std::io;
 use std::ops::Range;
 use std::sync::Arc;
@@ -266,14 +267,19 @@ impl Store {
             E::AlreadyExists { .. } => io::ErrorKind::AlreadyExists,
             _ => io::ErrorKind::Other,
         };
-        // S3's codes, where object_store reports a listing's failure as a generic error.
-        let text = e.to_string();
+        // S3's answers, where object_store reports a listing's failure as a generic error;
+        // the server's XML on one line.
+        let mut text = e.to_string().replace(['\r', '\n'], " ");
         let kind = if text.contains("NoSuchBucket") {
+            let bucket = self.0.root.split_once("://").map_or("", |(_, b)| b);
+            text = format!("the bucket {bucket:?} does not exist (NoSuchBucket): {text}");
             io::ErrorKind::NotFound
         } else if [
             "InvalidAccessKeyId",
             "SignatureDoesNotMatch",
             "AccessDenied",
+            "403 Forbidden",
+            "401 Unauthorized",
         ]
         .iter()
         .any(|code| text.contains(code))
@@ -303,6 +309,18 @@ impl Store {
             .into_iter()
             .map(|m| (m.location.to_string(), m.size))
             .collect();
+        // Directory markers (an empty object "a/b/" that tools such as pyarrow's S3
+        // filesystem make for each directory) are not objects of their own here.
+        let parents: HashSet<&str> = found
+            .iter()
+            .flat_map(|(k, _)| k.match_indices('/').map(move |(i, _)| &k[..i]))
+            .collect();
+        let markers: HashSet<String> = found
+            .iter()
+            .filter(|(k, size)| *size == 0 && parents.contains(k.as_str()))
+            .map(|(k, _)| k.clone())
+            .collect();
+        found.retain(|(k, _)| !markers.contains(k));
         found.sort();
         Ok(found)
     }
