@@ -134,8 +134,18 @@ fn files_list<'py>(py: Python<'py>, files: &[WrittenFile]) -> PyResult<Bound<'py
 /// (`fsync=True`: synced with its directory too). If the write fails, the exception has a
 /// `completed_files` attribute with the files that were whole before it; no partial file is
 /// left under a final name.
+///
+/// `base_dir` may be an object store URL ("s3://bucket/prefix", "gs://..."), with
+/// `storage_options` as polars takes them (endpoint, region, credentials, allow_http;
+/// AWS_* / GOOGLE_* environment variables fill in the rest). Each file is then uploaded from
+/// Rust as it is completed: one PUT, or a multipart upload past `storage_options["part_size"]`
+/// (10 MiB), as many at once as `storage_options["max_in_flight"]` (32). Nothing appears under
+/// a file's key until it is whole; a failed write aborts its multipart uploads and leaves no
+/// object under a final key; `existing_data_behavior` lists and deletes keys. There are no
+/// temporary objects, no fsync and no permission bits. `filesystem` may be a pyarrow or
+/// fsspec local filesystem, or a `SubTreeFileSystem` over one.
 #[pyfunction]
-#[pyo3(signature = (data, base_dir, *, partitioning=None, format="parquet", compression="zstd", level=None, basename_template=None, existing_data_behavior="error", max_open_files=1024, max_rows_per_file=None, max_pending_bytes=268435456, threads=None, fsync=false, pool=None, file_options=None, storage_options=None))]
+#[pyo3(signature = (data, base_dir, *, partitioning=None, format="parquet", compression="zstd", level=None, basename_template=None, existing_data_behavior="error", max_open_files=1024, max_rows_per_file=None, max_pending_bytes=268435456, threads=None, fsync=false, pool=None, file_options=None, filesystem=None, storage_options=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_dataset<'py>(
     py: Python<'py>,
@@ -154,8 +164,10 @@ pub fn write_dataset<'py>(
     fsync: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
     file_options: Option<&Bound<'py, PyDict>>,
+    filesystem: Option<&Bound<'py, PyAny>>,
     storage_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyList>> {
+    let base_dir = &store::resolve(base_dir, filesystem, "base_dir")?;
     let destination = match store::open_if_url("base_dir", base_dir, storage_options)? {
         Some((store, prefix)) => Destination::Store { store, prefix },
         None => Destination::Local(as_path(base_dir)?.ok_or_else(|| {

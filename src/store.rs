@@ -82,3 +82,29 @@ pub fn open_if_url(
     }
     Ok(None)
 }
+
+/// `target` as `zstdpool._fs.resolve` resolves it against `filesystem` (a local filesystem's
+/// path, a `file://` URI's path), or as it is when there is nothing to resolve.
+pub fn resolve<'py>(
+    target: &Bound<'py, PyAny>,
+    filesystem: Option<&Bound<'py, PyAny>>,
+    argument: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let filesystem = filesystem.filter(|f| !f.is_none());
+    let uri = target
+        .cast::<PyString>()
+        .ok()
+        .and_then(|s| s.to_str().ok().map(|s| s.contains("://")))
+        .unwrap_or(false);
+    if filesystem.is_none() && (!uri || is_store_url(target)) {
+        return Ok(target.clone());
+    }
+    let py = target.py();
+    let resolved = py.import("zstdpool._fs")?.getattr("resolve")?.call1((
+        target,
+        filesystem.map_or_else(|| py.None().into_bound(py), Bound::clone),
+        py.None(),
+        argument,
+    ))?;
+    resolved.get_item(0)
+}

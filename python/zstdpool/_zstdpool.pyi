@@ -703,6 +703,7 @@ class DatasetScanner:
         schema: pa.Schema | ArrowSchemaExportable | None = None,
         ignore_prefixes: list[str] | None = None,
         pool: ContextPool | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> DatasetScanner: ...
     @property
     def schema(self) -> pa.Schema: ...
@@ -766,6 +767,8 @@ def write_dataset(
     fsync: bool = False,
     pool: ContextPool | None = None,
     file_options: ParquetWriteOptions | None = None,
+    filesystem: Any = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> list[WrittenFile]: ...
 def _check_dataset_options(
     format: str,

@@ -23,14 +23,13 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from zstdpool import _filters, _fs, _substrait
-from zstdpool._zstdpool import DatasetBatches, DatasetScanner
-from zstdpool._zstdpool import write_dataset as _write_dataset
+from zstdpool._zstdpool import DatasetBatches, DatasetScanner, write_dataset
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from zstdpool._zstdpool import ContextPool, WrittenFile
+    from zstdpool._zstdpool import ContextPool
 
 __all__ = ["Dataset", "DatasetBatches", "dataset", "write_dataset"]
 
@@ -432,25 +431,3 @@ def _open(
     )
     return Dataset(scanner, "parquet" if fmt == "parquet" else "ipc")
 
-
-def write_dataset(
-    data: Any,
-    base_dir: str | os.PathLike[str],
-    *,
-    filesystem: Any = None,
-    storage_options: dict[str, Any] | None = None,
-    **options: Any,
-) -> list[WrittenFile]:
-    """Writes ``data`` under ``base_dir`` as a dataset; see ``zstdpool._zstdpool.write_dataset``
-    for the options, which follow ``pyarrow.dataset.write_dataset``.
-
-    ``base_dir`` may be an object store URL ("s3://bucket/prefix", "gs://..."), with
-    ``storage_options`` as polars takes them: each file is uploaded from Rust as it is
-    completed (one PUT, or a multipart upload past ``storage_options["part_size"]``, 10 MiB),
-    as many at once as ``storage_options["max_in_flight"]`` (32). Nothing appears under a
-    file's key until it is whole, and a failed write leaves no object under a final key.
-    ``existing_data_behavior`` lists and deletes keys there. ``filesystem`` may be a pyarrow
-    or fsspec local filesystem, or a ``SubTreeFileSystem`` over one.
-    """
-    base, storage_options = _fs.resolve(base_dir, filesystem, storage_options, "base_dir")
-    return _write_dataset(data, base, storage_options=storage_options, **options)

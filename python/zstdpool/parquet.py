@@ -34,8 +34,8 @@ from zstdpool._zstdpool import (
     read_schema,
     write_table,
 )
-from zstdpool.dataset import write_dataset
 from zstdpool._zstdpool import read_table as _read_file
+from zstdpool.dataset import write_dataset
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -6,19 +6,18 @@ from __future__ import annotations
 
 import datetime
 import os
+from typing import Literal
 
 import pyarrow as pa
 import pyarrow.dataset as pds
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
-
 import zstdpool
 import zstdpool.dataset as zd
 import zstdpool.parquet as zpq
 
 from .conftest import KEY, SECRET, FaultProxy, MotoServer, client, keys, storage_options
-
 
 SCHEMA = pa.schema(
     [
@@ -67,7 +66,7 @@ def pyarrow_fs(endpoint: str) -> pafs.S3FileSystem:
 
 @pytest.mark.parametrize("fmt", ["parquet", "ipc"])
 def test_written_datasets_read_back_in_pyarrow_polars_and_zstdpool(
-    moto: MotoServer, bucket: str, fmt: str
+    moto: MotoServer, bucket: str, fmt: Literal["parquet", "ipc"]
 ) -> None:
     t = table()
     opts = storage_options(moto.endpoint)
