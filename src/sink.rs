@@ -11,8 +11,10 @@ use crate::bytes_output::MemoryOutput;
 use crate::errors;
 use crate::errors::OrRaise as _;
 use crate::io::{as_path, is_io_object, to_io};
+use crate::store;
 use zstdpool_core::output::Output;
 use zstdpool_core::path_sink::{Durability, PathSink};
+use zstdpool_core::store::ObjectWriter;
 
 /// The most one `write` call on a Python sink receives: each call gets a new bytes object.
 const PYTHON_WRITE_CHUNK: usize = 1 << 20;
@@ -37,6 +39,9 @@ pub enum Sink {
     Path(PathSink),
     /// A Python object with `write`.
     Python(Py<PyAny>),
+    /// An object store's object (see [`ObjectWriter`]: nothing under the key until the
+    /// commit; None once committed or discarded).
+    Object(Option<ObjectWriter>),
 }
 
 impl Sink {
@@ -53,6 +58,10 @@ impl Sink {
         // io objects (BytesIO, open files) first: asking one for `__fspath__` raises (and
         // formats) an AttributeError inside hasattr, a fifth of opening a writer. Other
         // objects are paths first: some path types (py.path.local) have a write() of their own.
+        if store::is_store_url(obj) {
+            let (store, key) = store::open(&obj.extract::<String>()?, None)?;
+            return store.create(&key).map(|w| Sink::Object(Some(w))).or_raise();
+        }
         let io_object = is_io_object(obj)?;
         if !io_object {
             if let Some(target) = as_path(obj)? {
@@ -100,6 +109,7 @@ impl Sink {
         match self {
             Sink::Memory(v) => append_tail(v, bytes),
             Sink::Path(t) => py.detach(|| t.write_all(bytes)).map_err(errors::os_error),
+            Sink::Object(_) => py.detach(|| self.write_detached(bytes)),
             Sink::Python(obj) => {
                 let obj = obj.bind(py);
                 let mut done = 0;
@@ -127,6 +137,11 @@ impl Sink {
         match self {
             Sink::Path(t) => t.write_all(bytes).map_err(errors::os_error),
             Sink::Memory(v) => append_tail(v, bytes),
+            Sink::Object(w) => w
+                .as_mut()
+                .ok_or_else(|| errors::io("the object was completed already"))?
+                .write_all(bytes)
+                .map_err(errors::os_error),
             Sink::Python(_) => Python::attach(|py| self.write(py, bytes)),
         }
     }
@@ -143,14 +158,21 @@ impl Sink {
                 .detach(|| t.commit())
                 .map(|()| None)
                 .map_err(errors::os_error),
+            Sink::Object(w) => match w.take() {
+                Some(w) => py.detach(|| w.commit()).map(|_| None).or_raise(),
+                None => Ok(None),
+            },
             Sink::Python(_) => Ok(None),
         }
     }
 
-    /// Abandons the output: a path sink's temporary file is removed.
+    /// Abandons the output: a path sink's temporary file is removed, an object's multipart
+    /// upload aborted.
     pub fn discard(&mut self) {
-        if let Sink::Path(t) = self {
-            t.discard();
+        match self {
+            Sink::Path(t) => t.discard(),
+            Sink::Object(w) => drop(w.take()),
+            _ => {}
         }
     }
 }

@@ -13,7 +13,9 @@ use pyo3::prelude::*;
 
 use crate::buffer::type_name;
 use crate::errors;
+use crate::errors::OrRaise as _;
 use crate::io::{as_path, to_io, unwrap_py_io_error};
+use crate::store;
 use zstdpool_core::error::{path_error, Result};
 use zstdpool_core::ipc::source::{BytesSource, RandomSource, ReaderSource, Source};
 use zstdpool_core::parquet::{ParquetSource, ReadAt};
@@ -135,6 +137,13 @@ fn mapped_file(obj: &Bound<'_, PyAny>) -> PyResult<Option<File>> {
 /// A Parquet reader's input: bytes-like (read without copying), a path (read at offsets, by
 /// several threads at once), or a seekable binary file object (each read takes the GIL).
 pub fn parquet_source(obj: &Bound<'_, PyAny>) -> PyResult<ParquetSource> {
+    if store::is_store_url(obj) {
+        let (store, key) = store::open(&obj.extract::<String>()?, None)?;
+        return obj
+            .py()
+            .detach(|| store.parquet_source(&key, None))
+            .or_raise();
+    }
     if let Some(path) = as_path(obj)? {
         let file = open_path(&path)?;
         return ParquetSource::file(file)
@@ -179,6 +188,12 @@ impl ReadAt for PyReadAt {
 
 impl InputSource {
     pub fn open(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
+        if store::is_store_url(obj) {
+            // An IPC file or stream of a store is read whole, in one request.
+            let (store, key) = store::open(&obj.extract::<String>()?, None)?;
+            let data = obj.py().detach(|| store.get(&key)).or_raise()?;
+            return Ok(InputSource::Bytes(BytesSource::new(Buffer::from(data))));
+        }
         if let Some(path) = as_path(obj)? {
             let file = open_path(&path)?;
             return Ok(InputSource::File(ReaderSource::new(

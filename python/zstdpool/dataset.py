@@ -430,4 +430,3 @@ def _open(
         **_partitioning(partitioning, infer_dictionary),
     )
     return Dataset(scanner, "parquet" if fmt == "parquet" else "ipc")
-

@@ -17,7 +17,7 @@ import zstdpool
 import zstdpool.dataset as zd
 import zstdpool.parquet as zpq
 
-from .conftest import KEY, SECRET, FaultProxy, MotoServer, client, keys, storage_options
+from .conftest import KEY, SECRET, Proxy, MotoServer, client, keys, storage_options
 
 SCHEMA = pa.schema(
     [
@@ -169,9 +169,7 @@ def test_existing_data_behaviors_list_and_delete_keys(moto: MotoServer, bucket: 
     assert len(keys(moto.endpoint, bucket)) == 5
 
 
-def test_a_large_file_is_a_multipart_upload(
-    moto: MotoServer, bucket: str, proxy: FaultProxy
-) -> None:
+def test_a_large_file_is_a_multipart_upload(moto: MotoServer, bucket: str, proxy: Proxy) -> None:
     big = pa.table({"b": pa.array([os.urandom(1 << 16) for _ in range(200)], pa.binary())})
     opts = storage_options(proxy.endpoint, part_size=5 << 20)
     written = zd.write_dataset(big, f"s3://{bucket}/big", storage_options=opts, compression="none")
@@ -195,7 +193,7 @@ def test_a_large_file_is_a_multipart_upload(
     assert uploads.get("Uploads", []) == []
 
 
-def test_server_errors_are_retried(moto: MotoServer, bucket: str, proxy: FaultProxy) -> None:
+def test_server_errors_are_retried(moto: MotoServer, bucket: str, proxy: Proxy) -> None:
     proxy.fail(5, method="PUT", status=503)
     opts = storage_options(proxy.endpoint, retry_timeout="20s")
     written = zd.write_dataset(
@@ -209,7 +207,7 @@ def test_server_errors_are_retried(moto: MotoServer, bucket: str, proxy: FaultPr
 
 @pytest.mark.parametrize("status", [500, None], ids=["500", "connection-dropped"])
 def test_failed_uploads_leave_only_completed_files(
-    moto: MotoServer, bucket: str, proxy: FaultProxy, status: int | None
+    moto: MotoServer, bucket: str, proxy: Proxy, status: int | None
 ) -> None:
     pool = zstdpool.ContextPool()
     proxy.fail(3, method="PUT", status=status)
@@ -272,7 +270,7 @@ def test_missing_bucket_and_refused_options_are_named(moto: MotoServer) -> None:
         zd.dataset("ftp://host/x")
 
 
-def test_wrong_credentials_are_refused(moto: MotoServer, bucket: str, proxy: FaultProxy) -> None:
+def test_wrong_credentials_are_refused(moto: MotoServer, bucket: str, proxy: Proxy) -> None:
     # moto accepts any key; the proxy answers as S3 answers an unknown one.
     proxy.fail(1, method="GET", status=403)
     with pytest.raises(PermissionError, match=f"s3://{bucket}/"):

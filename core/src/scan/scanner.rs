@@ -27,7 +27,7 @@ use crate::ipc::source::ReaderSource;
 use crate::parallel::{available_threads, for_each_parallel};
 use crate::parquet::{ParquetFile, ParquetLimits, ParquetSource};
 use crate::pool::ContextPool;
-use crate::store::{Store, StoreObject};
+use crate::store::Store;
 
 /// The most rows a batch of a file read on one thread holds.
 const BATCH_ROWS: usize = 1 << 16;
@@ -130,11 +130,13 @@ impl Dataset {
                     false => None,
                 };
                 store = Some(s);
+                // Neither an object nor a prefix of any: missing, as a path would be.
                 match one {
                     Some(Ok(size)) => {
                         partitions(vec![(PathBuf::from(&prefix), size)], None, partitioning)?
                     }
-                    _ => partitions(files, Some(Path::new(&prefix)), partitioning)?,
+                    Some(Err(e)) => return Err(e),
+                    None => partitions(files, Some(Path::new(&prefix)), partitioning)?,
                 }
             }
             Sources::StoreKeys { store: s, keys } => {
@@ -254,13 +256,9 @@ impl Dataset {
     /// calls, and for a store in requests).
     pub(super) fn open_parquet(&self, path: &Path, size: u64, whole: bool) -> Result<ParquetFile> {
         if let Some(store) = &self.store {
-            let key = path.to_string_lossy();
-            let source = if whole && size <= SMALL_FILE {
-                ParquetSource::memory(arrow_buffer::Buffer::from(store.get(&key)?))
-            } else {
-                ParquetSource::read_at(Arc::new(StoreObject::sized(store, &key, size)))
-                    .map_err(Error::Io)?
-            };
+            // A small object is read whole even for its footer alone: one request costs
+            // less than the footer's few.
+            let source = store.parquet_source(&path.to_string_lossy(), Some(size))?;
             return ParquetFile::open(source, self.parquet_limits, &self.pool, Some(1));
         }
         let cannot = |e| path_error("cannot read", path, e);

@@ -25,7 +25,7 @@ use tokio::sync::Semaphore;
 pub use writer::{ObjectWriter, Upload};
 
 use crate::error::{catch_panics, Error, Result};
-use crate::parquet::ReadAt;
+use crate::parquet::{ParquetSource, ReadAt};
 use runtime::block_on;
 
 /// Requests in flight at once by default: polars' and obstore's figure, and where a store's
@@ -54,6 +54,15 @@ impl Default for ClientOptions {
         }
     }
 }
+
+/// A store's identity in the cache: the process, scheme, bucket and options.
+type StoreKey = (u32, String, String, Vec<(String, String)>);
+
+/// The stores opened, the most recent last.
+static OPENED: std::sync::Mutex<Vec<(StoreKey, Store)>> = std::sync::Mutex::new(Vec::new());
+
+/// How many stores the cache keeps: a process reaches a few buckets, with few sets of options.
+const KEPT_STORES: usize = 16;
 
 struct Inner {
     store: Arc<dyn ObjectStore>,
@@ -135,9 +144,32 @@ impl Store {
     /// what they leave out) and the client's own keys ("max_in_flight", "part_size",
     /// "max_retries", "retry_timeout"). Returns the store and the URL's prefix. Nothing is
     /// requested yet.
+    ///
+    /// Stores are kept by bucket and options, per process: a client's TLS set-up and its
+    /// connections are made once, not on every write or read (a child process after a fork
+    /// makes its own, as the runtime's threads are not in it).
     pub fn open(url: &str, options: &[(String, String)]) -> Result<(Store, String)> {
         runtime::install_crypto();
-        catch_panics("opening an object store", || Self::open_inner(url, options))
+        let (scheme, bucket, prefix) = split_url(url)?;
+        // The environment fills in what the options leave out: it is part of the identity.
+        let mut sorted = options.to_vec();
+        sorted.extend(std::env::vars().filter(|(k, _)| {
+            k.starts_with("AWS_") || k.starts_with("GOOGLE_") || k.starts_with("GCS_")
+        }));
+        sorted.sort();
+        let cache_key = (std::process::id(), scheme, bucket.to_string(), sorted);
+        let mut cache = OPENED.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(store) = cache.iter().find(|(k, _)| *k == cache_key).map(|(_, s)| s) {
+            return Ok((store.clone(), prefix.to_string()));
+        }
+        let (store, prefix) =
+            catch_panics("opening an object store", || Self::open_inner(url, options))?;
+        cache.retain(|((pid, ..), _)| *pid == cache_key.0);
+        if cache.len() >= KEPT_STORES {
+            cache.remove(0);
+        }
+        cache.push((cache_key, store.clone()));
+        Ok((store, prefix))
     }
 
     fn open_inner(url: &str, options: &[(String, String)]) -> Result<(Store, String)> {
@@ -174,6 +206,14 @@ impl Store {
             }
         }
         // An endpoint given as http:// says plainly that the store is reached without TLS.
+        let env_endpoint = ["AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
+            .iter()
+            .find_map(|k| std::env::var(k).ok());
+        endpoint_http |= scheme.starts_with("s3")
+            && env_endpoint.is_some_and(|e| e.starts_with("http://"))
+            && !options
+                .iter()
+                .any(|(k, _)| k.to_ascii_lowercase().contains("endpoint"));
         if endpoint_http && !allow_http_given {
             rest.push(("allow_http".into(), "true".into()));
         }
@@ -374,13 +414,41 @@ impl Store {
     }
 }
 
+/// Objects up to this size are read whole, in one request, before their footer is parsed:
+/// a request costs more than the bytes of a small file.
+pub const SMALL_OBJECT: u64 = 1 << 20;
+
+impl Store {
+    /// The object `key` (of `size` bytes, when a listing said) as a Parquet input: read whole
+    /// if it is small, else at offsets with ranged GETs.
+    pub fn parquet_source(&self, key: &str, size: Option<u64>) -> Result<ParquetSource> {
+        let size = match size {
+            Some(n) => n,
+            None => self.size(key)?,
+        };
+        if size <= SMALL_OBJECT {
+            return Ok(ParquetSource::memory(arrow_buffer::Buffer::from(
+                self.get(key)?,
+            )));
+        }
+        ParquetSource::read_at(Arc::new(StoreObject::sized(self, key, size))).map_err(Error::Io)
+    }
+}
+
 /// An object read at offsets with ranged GETs: what a Parquet reader reads a large file of a
 /// store through. Its size is asked for once.
 pub struct StoreObject {
     store: Store,
     path: String,
     size: u64,
+    /// The object's last [`TAIL`] bytes, fetched by the first read that falls in them: a
+    /// Parquet footer, its length and its page indexes are read there, piece by piece.
+    tail: std::sync::OnceLock<Bytes>,
 }
+
+/// What a read near an object's end fetches at once (the parquet crate's own footer
+/// prefetch is of this size too).
+const TAIL: u64 = 64 << 10;
 
 impl StoreObject {
     pub fn open(store: &Store, path: &str) -> Result<StoreObject> {
@@ -393,6 +461,7 @@ impl StoreObject {
             store: store.clone(),
             path: path.to_string(),
             size,
+            tail: std::sync::OnceLock::new(),
         }
     }
 }
@@ -406,6 +475,26 @@ impl ReadAt for StoreObject {
         let end = (offset + buf.len() as u64).min(self.size);
         if offset >= end {
             return Ok(0);
+        }
+        let tail_start = self.size.saturating_sub(TAIL);
+        if offset >= tail_start {
+            let tail = match self.tail.get() {
+                Some(t) => t,
+                None => {
+                    let fetched = self
+                        .store
+                        .get_range(&self.path, tail_start..self.size)
+                        .map_err(|e| match e {
+                            Error::Io(io) => io,
+                            other => io::Error::other(other.to_string()),
+                        })?;
+                    self.tail.get_or_init(|| fetched)
+                }
+            };
+            let at = (offset - tail_start) as usize;
+            let n = ((end - offset) as usize).min(tail.len().saturating_sub(at));
+            buf[..n].copy_from_slice(&tail[at..at + n]);
+            return Ok(n);
         }
         let got = self
             .store

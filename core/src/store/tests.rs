@@ -138,3 +138,20 @@ fn ranged_reads_serve_read_at() {
         other => panic!("{other}"),
     }
 }
+
+#[test]
+fn reads_near_the_end_come_from_one_fetched_tail() {
+    let store = Store::in_memory(small_parts());
+    let data: Vec<u8> = (0..200_000u32).map(|i| (i % 253) as u8).collect();
+    let mut w = store.create("t").unwrap();
+    w.write_all(&data).unwrap();
+    w.commit().unwrap();
+    let o = StoreObject::open(&store, "t").unwrap();
+    let mut buf = [0u8; 100];
+    for offset in [199_990u64, 150_000, 136_000, 1_000, 199_900] {
+        let n = o.read_at(offset, &mut buf).unwrap();
+        let want = &data[offset as usize..(offset as usize + 100).min(data.len())];
+        assert_eq!(&buf[..n], want, "at {offset}");
+    }
+    assert_eq!(o.tail.get().map(|t| t.len()), Some(TAIL as usize));
+}

@@ -41,6 +41,7 @@ WORKLOAD_MODULES: list[str] = [
     "zstdpool._bench.feather",
     "zstdpool._bench.dataset",
     "zstdpool._bench.dataset_read",
+    "zstdpool._bench.store",
     "zstdpool._bench.paths",
     "zstdpool._bench.dask",
 ]

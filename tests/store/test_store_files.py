@@ -1,0 +1,87 @@
+"""Single files written to and read from an S3-compatible server by URL: the Parquet, IPC
+and Feather writers and readers, configured by the AWS_* environment as pyarrow and polars
+read it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+import pyarrow.feather as paf
+import pyarrow.parquet as pq
+import pytest
+
+import zstdpool.feather as zf
+import zstdpool.ipc as zipc
+import zstdpool.parquet as zpq
+
+from .conftest import KEY, SECRET, MotoServer, Proxy, client, keys
+
+TABLE = pa.table({"a": list(range(1000)), "b": [f"s{i}" for i in range(1000)]})
+
+
+@pytest.fixture
+def env(moto: MotoServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("AWS_ENDPOINT_URL", moto.endpoint)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    yield
+
+
+def fetch(moto: MotoServer, bucket: str, key: str) -> bytes:
+    body: bytes = client(moto.endpoint).get_object(Bucket=bucket, Key=key)["Body"].read()
+    return body
+
+
+def test_parquet_files_by_url(env: None, moto: MotoServer, bucket: str) -> None:
+    zpq.write_table(TABLE, f"s3://{bucket}/one.parquet")
+    assert pq.read_table(pa.BufferReader(fetch(moto, bucket, "one.parquet"))).equals(TABLE)
+    with zpq.ParquetWriter(f"s3://{bucket}/two.parquet", TABLE.schema) as w:
+        w.write_table(TABLE)
+        assert keys(moto.endpoint, bucket) == ["one.parquet"], "nothing before the close"
+    assert zpq.read_table(f"s3://{bucket}/two.parquet").equals(TABLE)
+    assert zpq.ParquetFile(f"s3://{bucket}/two.parquet").schema_arrow == TABLE.schema
+
+
+def test_a_failed_writer_leaves_no_object(env: None, moto: MotoServer, bucket: str) -> None:
+    with pytest.raises(ValueError, match="boom"):  # noqa: PT012
+        with zpq.ParquetWriter(f"s3://{bucket}/bad.parquet", TABLE.schema) as w:
+            w.write_table(TABLE)
+            raise ValueError("boom")
+    assert keys(moto.endpoint, bucket) == []
+
+
+def test_ipc_and_feather_files_by_url(env: None, moto: MotoServer, bucket: str) -> None:
+    zf.write_feather(TABLE, f"s3://{bucket}/t.feather")
+    assert paf.read_table(pa.BufferReader(fetch(moto, bucket, "t.feather"))).equals(TABLE)
+    assert zf.read_table(f"s3://{bucket}/t.feather").equals(TABLE)
+    with zipc.new_stream(f"s3://{bucket}/t.arrows", TABLE.schema) as w:
+        w.write_table(TABLE)
+    assert zipc.open_stream(f"s3://{bucket}/t.arrows").read_all().equals(TABLE)
+
+
+def test_a_missing_object_is_file_not_found(env: None, bucket: str) -> None:
+    with pytest.raises(FileNotFoundError, match=f"s3://{bucket}/nothing.parquet"):
+        zpq.read_table(f"s3://{bucket}/nothing.parquet")
+    with pytest.raises(FileNotFoundError, match=f"s3://{bucket}/nothing.arrow"):
+        zipc.open_file(f"s3://{bucket}/nothing.arrow")
+
+
+def test_large_files_read_by_ranges(
+    env: None, moto: MotoServer, bucket: str, proxy: Proxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    big = pa.table(
+        {"x": pa.array(range(600_000), pa.int64()), "y": pa.array(range(600_000), pa.float64())}
+    )
+    zpq.write_table(big, f"s3://{bucket}/big.parquet", compression="none")
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+    proxy.clear()
+    assert (
+        zpq.read_table(f"s3://{bucket}/big.parquet", columns=["y"])
+        .column("y")
+        .equals(big.column("y"))
+    )
+    ranged = [p for m, p in proxy.seen if m == "GET"]
+    assert ranged, "read through the proxy"
+    assert len(ranged) < 20
