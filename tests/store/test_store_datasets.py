@@ -17,7 +17,7 @@ import zstdpool
 import zstdpool.dataset as zd
 import zstdpool.parquet as zpq
 
-from .conftest import KEY, SECRET, Proxy, MotoServer, client, keys, storage_options
+from .conftest import KEY, SECRET, MotoServer, Proxy, client, keys, storage_options
 
 SCHEMA = pa.schema(
     [

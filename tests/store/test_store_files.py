@@ -10,7 +10,6 @@ import pyarrow as pa
 import pyarrow.feather as paf
 import pyarrow.parquet as pq
 import pytest
-
 import zstdpool.feather as zf
 import zstdpool.ipc as zipc
 import zstdpool.parquet as zpq
