@@ -82,6 +82,8 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dataset_reader::PyDatasetScanner>()?;
     m.add_class::<dataset_reader::PyDatasetBatches>()?;
     m.add_function(wrap_pyfunction!(dataset::_check_dataset_options, m)?)?;
+    m.add_function(wrap_pyfunction!(store::_store_list, m)?)?;
+    m.add_function(wrap_pyfunction!(store::_store_delete, m)?)?;
     Ok(())
 }
 

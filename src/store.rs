@@ -108,3 +108,44 @@ pub fn resolve<'py>(
     ))?;
     resolved.get_item(0)
 }
+
+/// The objects below the store URL `url` (`zstdpool.dask.to_dataset` checks and tidies the
+/// base it writes to with these): their URLs and sizes, sorted.
+#[pyfunction]
+#[pyo3(signature = (url, storage_options=None))]
+pub fn _store_list(
+    py: Python<'_>,
+    url: &str,
+    storage_options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<Vec<(String, u64)>> {
+    let (store, prefix) = open(url, storage_options)?;
+    let listed = py.detach(|| store.list(&prefix)).or_raise()?;
+    Ok(listed
+        .into_iter()
+        .map(|(k, n)| (store.url(&k), n))
+        .collect())
+}
+
+/// Deletes the objects `urls` (of one bucket).
+#[pyfunction]
+#[pyo3(signature = (urls, storage_options=None))]
+pub fn _store_delete(
+    py: Python<'_>,
+    urls: Vec<String>,
+    storage_options: Option<&Bound<'_, PyDict>>,
+) -> PyResult<()> {
+    let Some(first) = urls.first() else {
+        return Ok(());
+    };
+    let (store, _) = open(first, storage_options)?;
+    let root = store.url("");
+    let keys = urls
+        .iter()
+        .map(|u| {
+            u.strip_prefix(&root).map(str::to_string).ok_or_else(|| {
+                errors::parameter(format!("urls: {u:?} is not in {root}, as the first is"))
+            })
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    py.detach(|| store.delete(&keys)).or_raise()
+}

@@ -12,13 +12,13 @@ from __future__ import annotations
 import os
 import urllib.parse
 import urllib.request
-from typing import Any
+from typing import Any, TypeGuard
 
 # URL schemes opened natively (object_store's S3 and GCS clients).
 STORE_SCHEMES = ("s3://", "s3a://", "gs://", "gcs://")
 
 
-def is_store_url(target: object) -> bool:
+def is_store_url(target: object) -> TypeGuard[str]:
     """Whether ``target`` is an object store URL zstdpool opens itself."""
     return isinstance(target, str) and target[:6].lower().startswith(STORE_SCHEMES)
 

@@ -770,6 +770,10 @@ def write_dataset(
     filesystem: Any = None,
     storage_options: dict[str, Any] | None = None,
 ) -> list[WrittenFile]: ...
+def _store_list(
+    url: str, storage_options: dict[str, Any] | None = None
+) -> list[tuple[str, int]]: ...
+def _store_delete(urls: list[str], storage_options: dict[str, Any] | None = None) -> None: ...
 def _check_dataset_options(
     format: str,
     existing_data_behavior: str,

@@ -18,6 +18,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.dataset as ds  # noqa: E402
 import zstdpool  # noqa: E402
 import zstdpool.dask  # noqa: E402
+import zstdpool.dataset  # noqa: E402
 from distributed import Client, wait  # noqa: E402
 from distributed.protocol.serialize import serialize_bytes  # noqa: E402
 
@@ -170,3 +171,38 @@ def test_to_dataset_writes_a_hive_dataset_on_the_workers(client: Client, tmp_pat
     )
     left = ds.dataset(tmp_path / "out", partitioning="hive").count_rows()
     assert left == sum(f["num_rows"] for f in again) == 10_000
+
+
+def test_to_dataset_writes_to_an_object_store_from_every_worker(client: Client) -> None:
+    pytest.importorskip("moto")
+    import uuid
+
+    from zstdpool._bench import s3server
+
+    server = s3server.MotoServer()
+    try:
+        bucket = "dask-" + uuid.uuid4().hex[:12]
+        s3server.boto_client(server.endpoint).create_bucket(Bucket=bucket)
+        opts = s3server.storage_options(server.endpoint)
+        url = f"s3://{bucket}/out"
+        ddf = dd.from_map(probes.frame, [2_000] * 4, range(4))
+        files = zstdpool.dask.to_dataset(ddf, url, partitioning=["k"], storage_options=opts)
+        assert sum(f["num_rows"] for f in files) == 8_000
+        listed = zstdpool._zstdpool._store_list(url, opts)
+        assert sorted(u for u, _ in listed) == sorted(f"s3://{f['path']}" for f in files)
+        back = zstdpool.dataset.dataset(url, storage_options=opts)
+        assert back.count_rows() == 8_000
+        with pytest.raises(FileExistsError, match="objects exist below it"):
+            zstdpool.dask.to_dataset(ddf, url, partitioning=["k"], storage_options=opts)
+        again = zstdpool.dask.to_dataset(
+            ddf.partitions[:1],
+            url,
+            partitioning=["k"],
+            existing_data_behavior="delete_matching",
+            storage_options=opts,
+        )
+        assert zstdpool.dataset.dataset(url, storage_options=opts).count_rows() == sum(
+            f["num_rows"] for f in again
+        )
+    finally:
+        server.stop()

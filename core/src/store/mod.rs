@@ -387,6 +387,20 @@ impl Store {
             .map_err(|e| self.error("delete below", prefix, e))
     }
 
+    /// Deletes the objects `keys`, in batches where the store takes them.
+    pub fn delete(&self, keys: &[String]) -> Result<()> {
+        let parsed = keys.iter().map(|k| key(k)).collect::<Result<Vec<_>>>()?;
+        let store = self.0.store.clone();
+        let result = block_on(async move {
+            let stream = futures_util::stream::iter(parsed.into_iter().map(Ok)).boxed();
+            store.delete_stream(stream).try_collect::<Vec<_>>().await
+        })?;
+        let first = keys.first().map_or("", String::as_str);
+        result
+            .map(|_| ())
+            .map_err(|e| self.error("delete", first, e))
+    }
+
     /// The size of the object `key`.
     pub fn size(&self, path: &str) -> Result<u64> {
         let k = key(path)?;

@@ -121,7 +121,7 @@ class Proxy:
                     length = int(self.headers.get("Content-Length") or 0)
                     return self.rfile.read(length) if length else b""
                 # curl (pyarrow's S3 client) sends some bodies in chunks.
-                chunks = []
+                chunks: list[bytes] = []
                 while True:
                     size = int(self.rfile.readline().split(b";")[0].strip(), 16)
                     if size == 0:

@@ -3,8 +3,9 @@
 Each partition goes through :func:`zstdpool.dataset.write_dataset` on its worker, into the
 same base directory: file names carry the partition's number (``part-{n}-{i}.parquet``), so
 partitions never write the same file, and the existing-data check is made once, up front.
-The base directory must be one that every worker and the client see (a local path on one
-machine, or a shared file system).
+The base directory must be one that every worker and the client see: a local path on one
+machine, a shared file system, or an object store URL ("s3://bucket/prefix", "gs://...")
+with ``storage_options``, which every worker writes to itself.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import zstdpool.dataset
-from zstdpool import errors
-from zstdpool._zstdpool import _check_dataset_options
+from zstdpool import _fs, errors
+from zstdpool._zstdpool import _check_dataset_options, _store_delete, _store_list
 
 if TYPE_CHECKING:
     from zstdpool._zstdpool import WrittenFile
@@ -42,9 +43,25 @@ def _write_partition(
     )
 
 
-def _finish(written: list[list[WrittenFile]], delete_matching: bool) -> list[WrittenFile]:
+def _finish(
+    written: list[list[WrittenFile]],
+    delete_matching: bool,
+    base: str,
+    storage_options: dict[str, Any] | None,
+) -> list[WrittenFile]:
     files = [f for part in written for f in part]
-    if delete_matching:
+    if delete_matching and _fs.is_store_url(base):
+        # As below, by key: the objects of each partition written that no writer wrote.
+        scheme = base.split("://", 1)[0]
+        keep = {f"{scheme}://{f['path']}" for f in files}
+        partitions = {url.rsplit("/", 1)[0] + "/" for url in keep}
+        stale = [
+            url
+            for url, _ in _store_list(base, storage_options)
+            if url not in keep and url.rsplit("/", 1)[0] + "/" in partitions
+        ]
+        _store_delete(stale, storage_options)
+    elif delete_matching:
         # pyarrow's "delete_matching" empties each partition directory written; with several
         # writers in one directory that is done once they all finished, sparing their files.
         keep = {os.path.abspath(f["path"]) for f in files}
@@ -88,8 +105,15 @@ def to_dataset(
             "basename_template: to_dataset names the files itself, after their partition, "
             "so that partitions written in parallel never write the same file"
         )
-    base = os.fspath(base_dir)
-    if existing_data_behavior == "error" and os.path.isdir(base) and os.listdir(base):
+    storage_options = options.get("storage_options")
+    base = base_dir if _fs.is_store_url(base_dir) else os.fspath(base_dir)
+    if _fs.is_store_url(base):
+        if existing_data_behavior == "error" and _store_list(base, storage_options):
+            raise FileExistsError(
+                f"{base}: objects exist below it (existing_data_behavior='error'; pass "
+                "'overwrite_or_ignore' or 'delete_matching' to write there)"
+            )
+    elif existing_data_behavior == "error" and os.path.isdir(base) and os.listdir(base):
         raise FileExistsError(
             f"{base}: the directory is not empty (existing_data_behavior='error'; pass "
             "'overwrite_or_ignore' or 'delete_matching' to write into it)"
@@ -100,5 +124,7 @@ def to_dataset(
         write(part, base, f"part-{n}-{{i}}.{ext}", keys, format, options)
         for n, part in enumerate(ddf.to_delayed())
     ]
-    result = dask.delayed(_finish, pure=False)(writes, existing_data_behavior == "delete_matching")
+    result = dask.delayed(_finish, pure=False)(
+        writes, existing_data_behavior == "delete_matching", base, storage_options
+    )
     return result.compute() if compute else result
