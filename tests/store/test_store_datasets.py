@@ -203,6 +203,16 @@ def test_server_errors_are_retried(moto: MotoServer, bucket: str, proxy: Proxy) 
     assert len(keys(moto.endpoint, bucket)) == 10
     proxy.fail(3, method="GET", status=500)
     assert zd.dataset(f"s3://{bucket}/r", storage_options=opts).count_rows() == 3000
+    # Connections dropped without an answer, as by a server restarting.
+    proxy.fail(3, method="PUT", status=None)
+    written = zd.write_dataset(
+        table(),
+        f"s3://{bucket}/dropped",
+        partitioning=["part"],
+        storage_options=opts,
+    )
+    assert len(written) == 10
+    assert len(keys(moto.endpoint, bucket, "dropped")) == 10
 
 
 @pytest.mark.parametrize("status", [500, None], ids=["500", "connection-dropped"])
