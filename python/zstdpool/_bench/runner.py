@@ -155,6 +155,10 @@ class Workload:
     #: single-threaded one would otherwise time how long the idle CPU takes to come back
     #: (for every library alike; see benchmarks/RESULTS.md).
     settle: bool = False
+    #: Calls take seconds (a thousand requests to a server): one warm-up call and at most
+    #: :data:`SLOW_ROUNDS` rounds, since a round of every contender takes minutes and one call
+    #: already averages a thousand requests.
+    slow: bool = False
 
     def matches(self, filters: Sequence[str]) -> bool:
         """True if no filter is given or one is a substring of the name or group."""
@@ -414,6 +418,10 @@ class Progress:
             self.line(f"note: {text}")
 
 
+#: The most rounds of a slow workload (:attr:`Workload.slow`).
+SLOW_ROUNDS = 3
+
+
 def measure(workload: Workload, profile: Profile, progress: Progress, index: int) -> WorkloadResult:
     """Checks, warms up, calibrates and times the contenders of one workload, interleaved."""
     t_start = time.perf_counter()
@@ -427,7 +435,7 @@ def measure(workload: Workload, profile: Profile, progress: Progress, index: int
                 where = f"{workload.name}: " if result.status == "failed" else ""
                 progress.note(f"{where}{result.label} {result.status}: {result.note}")
                 continue
-            for _ in range(profile.warmup_calls):
+            for _ in range(1 if workload.slow else profile.warmup_calls):
                 reset = before_each(fn)
                 if reset is not None:
                     reset()
@@ -440,6 +448,8 @@ def measure(workload: Workload, profile: Profile, progress: Progress, index: int
             round_ns += result.batch * per_call
         fit = int(profile.workload_seconds * 1e9 / round_ns) if round_ns else 0
         rounds = max(profile.min_rounds, min(profile.max_rounds, fit))
+        if workload.slow:
+            rounds = min(rounds, SLOW_ROUNDS)
         for r in range(rounds):
             progress.update(index + r / rounds, f"{workload.name}: round {r + 1}/{rounds}")
             shift = r % len(ready) if ready else 0

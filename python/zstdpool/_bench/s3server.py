@@ -28,6 +28,10 @@ SECRET = "testing-secret"
 REGION = "us-east-1"
 
 
+#: Times the proxy sends a request to the server before it gives up.
+UPSTREAM_TRIES = 5
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -100,7 +104,9 @@ class Proxy:
                 }
                 if body or self.command in ("PUT", "POST"):
                     headers["Content-Length"] = str(len(body))
-                for attempt in range(2):
+                # moto's server closes connections after some answers and, loaded, refuses
+                # some: the proxy tries again, so that what a client sees is the delay alone.
+                for attempt in range(UPSTREAM_TRIES):
                     conn = getattr(upstreams, "conn", None)
                     if conn is None:
                         conn = upstreams.conn = http.client.HTTPConnection(
@@ -108,12 +114,16 @@ class Proxy:
                         )
                     try:
                         conn.request(self.command, self.path, body=body, headers=headers)
-                        return conn.getresponse()
+                        resp = conn.getresponse()
+                        if resp.will_close:
+                            upstreams.conn = None
+                        return resp
                     except (OSError, http.client.HTTPException):
                         conn.close()
                         upstreams.conn = None
-                        if attempt:
+                        if attempt + 1 == UPSTREAM_TRIES:
                             raise
+                        time.sleep(0.01 * (attempt + 1))
                 raise AssertionError("unreachable")
 
             def _body(self) -> bytes:

@@ -279,7 +279,7 @@ def store_workload(case: StoreCase) -> Workload:
             Contender("server floor", _floor(case), requires=req),
         ),
         nbytes=partitioned_table(case.rows, case.partitions).nbytes,
-        settle=True,
+        slow=True,
     )
 
 
