@@ -41,6 +41,8 @@ __all__ = [
     "__version__",
     "_resolve_threads",
     "_check_dataset_options",
+    "_store_delete",
+    "_store_list",
     "compress",
     "compress_many",
     "compressor",
