@@ -5,6 +5,7 @@
 //! of a thousand small files keeps many requests going without holding more than that many
 //! files in memory.
 
+pub mod blocking;
 pub mod runtime;
 mod writer;
 
@@ -66,8 +67,11 @@ const KEPT_STORES: usize = 16;
 
 struct Inner {
     store: Arc<dyn ObjectStore>,
-    /// "s3://bucket", what keys are shown under in messages.
+    /// What keys are shown under in messages: "s3://bucket/".
     root: String,
+    /// What keys are shown under as pyarrow's filesystems show paths: "bucket/" (a
+    /// filesystem object's own root for [`Store::over_filesystem`]).
+    shown_root: String,
     options: ClientOptions,
     in_flight: Arc<Semaphore>,
 }
@@ -256,39 +260,58 @@ impl Store {
                 )))
             }
         };
-        let in_flight = Arc::new(Semaphore::new(client.max_in_flight));
-        let root = format!("{scheme}://{bucket}");
         Ok((
-            Store(Arc::new(Inner {
+            Store::new(
                 store,
-                root,
-                options: client,
-                in_flight,
-            })),
+                format!("{scheme}://{bucket}/"),
+                format!("{bucket}/"),
+                client,
+            ),
             prefix.to_string(),
         ))
     }
 
-    /// A store in this process's memory ("memory://"), for tests of what writes and reads
-    /// stores without a server.
-    pub fn in_memory(options: ClientOptions) -> Store {
+    fn new(
+        store: Arc<dyn ObjectStore>,
+        root: String,
+        shown_root: String,
+        options: ClientOptions,
+    ) -> Store {
         Store(Arc::new(Inner {
-            store: Arc::new(object_store::memory::InMemory::new()),
-            root: "memory://".into(),
+            store,
+            root,
+            shown_root,
             in_flight: Arc::new(Semaphore::new(options.max_in_flight)),
             options,
         }))
     }
 
-    /// `key` as a URL, for messages.
-    pub fn url(&self, key: &str) -> String {
-        format!("{}/{key}", self.0.root)
+    /// A store in this process's memory ("memory://"), for tests of what writes and reads
+    /// stores without a server.
+    pub fn in_memory(options: ClientOptions) -> Store {
+        let store = Arc::new(object_store::memory::InMemory::new());
+        Store::new(store, "memory:///".into(), "/".into(), options)
     }
 
-    /// The bucket's name, as pyarrow's filesystems show paths ("bucket/key").
+    /// A filesystem reached through blocking calls (a pyarrow or fsspec filesystem object),
+    /// as a store: its keys are paths below `root` ("" or "/"), shown as `root` + key.
+    pub fn over_filesystem(
+        fs: Arc<dyn blocking::BlockingFs>,
+        root: &str,
+        options: ClientOptions,
+    ) -> Store {
+        let store = Arc::new(blocking::BlockingStore::new(fs));
+        Store::new(store, root.to_string(), root.to_string(), options)
+    }
+
+    /// `key` as a URL, for messages.
+    pub fn url(&self, key: &str) -> String {
+        format!("{}{key}", self.0.root)
+    }
+
+    /// `key` as pyarrow's filesystems show paths ("bucket/key").
     pub fn bucket_path(&self, key: &str) -> String {
-        let bucket = self.0.root.split_once("://").map_or("", |(_, b)| b);
-        format!("{bucket}/{key}")
+        format!("{}{key}", self.0.shown_root)
     }
 
     pub fn max_in_flight(&self) -> usize {
@@ -311,7 +334,7 @@ impl Store {
         // the server's XML on one line.
         let mut text = e.to_string().replace(['\r', '\n'], " ");
         let kind = if text.contains("NoSuchBucket") {
-            let bucket = self.0.root.split_once("://").map_or("", |(_, b)| b);
+            let bucket = self.0.shown_root.trim_end_matches('/');
             text = format!("the bucket {bucket:?} does not exist (NoSuchBucket): {text}");
             io::ErrorKind::NotFound
         } else if [
@@ -458,11 +481,22 @@ pub struct StoreObject {
     /// The object's last [`TAIL`] bytes, fetched by the first read that falls in them: a
     /// Parquet footer, its length and its page indexes are read there, piece by piece.
     tail: std::sync::OnceLock<Bytes>,
+    /// The last [`KEPT_WINDOWS`] windows fetched (their offsets and bytes), the newest last.
+    windows: std::sync::Mutex<std::collections::VecDeque<(u64, Bytes)>>,
 }
 
 /// What a read near an object's end fetches at once (the parquet crate's own footer
 /// prefetch is of this size too).
 const TAIL: u64 = 64 << 10;
+
+/// What a smaller read fetches at once: the reader reads a page's header (a few KiB), then its
+/// body, then the next page's header, so that one request of this size serves a run of pages
+/// of a column chunk where each read would be a request of its own. Past a chunk's end it
+/// fetches at most this much that is not read.
+const WINDOW: u64 = 1 << 20;
+
+/// Windows kept per object: about one per thread reading it at once.
+const KEPT_WINDOWS: usize = 4;
 
 impl StoreObject {
     pub fn open(store: &Store, path: &str) -> Result<StoreObject> {
@@ -476,6 +510,33 @@ impl StoreObject {
             path: path.to_string(),
             size,
             tail: std::sync::OnceLock::new(),
+            windows: Default::default(),
+        }
+    }
+
+    fn fetch(&self, range: Range<u64>) -> io::Result<Bytes> {
+        self.store
+            .get_range(&self.path, range)
+            .map_err(|e| match e {
+                Error::Io(io) => io,
+                other => io::Error::other(other.to_string()),
+            })
+    }
+
+    /// Copies `offset..offset + buf.len()` from a window fetched before, if one holds it.
+    fn read_from_windows(&self, offset: u64, buf: &mut [u8]) -> bool {
+        let windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        let end = offset + buf.len() as u64;
+        match windows
+            .iter()
+            .find(|(start, data)| *start <= offset && end <= start + data.len() as u64)
+        {
+            Some((start, data)) => {
+                let at = (offset - start) as usize;
+                buf.copy_from_slice(&data[at..at + buf.len()]);
+                true
+            }
+            None => false,
         }
     }
 }
@@ -495,13 +556,7 @@ impl ReadAt for StoreObject {
             let tail = match self.tail.get() {
                 Some(t) => t,
                 None => {
-                    let fetched = self
-                        .store
-                        .get_range(&self.path, tail_start..self.size)
-                        .map_err(|e| match e {
-                            Error::Io(io) => io,
-                            other => io::Error::other(other.to_string()),
-                        })?;
+                    let fetched = self.fetch(tail_start..self.size)?;
                     self.tail.get_or_init(|| fetched)
                 }
             };
@@ -510,15 +565,24 @@ impl ReadAt for StoreObject {
             buf[..n].copy_from_slice(&tail[at..at + n]);
             return Ok(n);
         }
-        let got = self
-            .store
-            .get_range(&self.path, offset..end)
-            .map_err(|e| match e {
-                Error::Io(io) => io,
-                other => io::Error::other(other.to_string()),
-            })?;
-        let n = got.len().min(buf.len());
-        buf[..n].copy_from_slice(&got[..n]);
+        let wanted = (end - offset) as usize;
+        if self.read_from_windows(offset, &mut buf[..wanted]) {
+            return Ok(wanted);
+        }
+        if end - offset >= WINDOW {
+            let got = self.fetch(offset..end)?;
+            let n = got.len().min(buf.len());
+            buf[..n].copy_from_slice(&got[..n]);
+            return Ok(n);
+        }
+        let window = self.fetch(offset..(offset + WINDOW).min(self.size))?;
+        let n = window.len().min(wanted);
+        buf[..n].copy_from_slice(&window[..n]);
+        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        if windows.len() >= KEPT_WINDOWS {
+            windows.pop_front();
+        }
+        windows.push_back((offset, window));
         Ok(n)
     }
 }

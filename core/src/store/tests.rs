@@ -155,3 +155,131 @@ fn reads_near_the_end_come_from_one_fetched_tail() {
     }
     assert_eq!(o.tail.get().map(|t| t.len()), Some(TAIL as usize));
 }
+
+/// A directory as a filesystem reached through blocking calls, counting its reads.
+fn dir_store(dir: &std::path::Path, options: ClientOptions) -> (Store, Arc<CountingFs>) {
+    let fs = Arc::new(CountingFs {
+        inner: blocking::DirFs(dir.to_path_buf()),
+        reads: Default::default(),
+    });
+    (Store::over_filesystem(fs.clone(), "/d/", options), fs)
+}
+
+#[derive(Debug)]
+struct CountingFs {
+    inner: blocking::DirFs,
+    reads: std::sync::Mutex<Vec<Option<Range<u64>>>>,
+}
+
+impl blocking::BlockingFs for CountingFs {
+    fn create(&self, path: &str) -> io::Result<Box<dyn blocking::BlockingWriter>> {
+        self.inner.create(path)
+    }
+    fn read(&self, path: &str, range: Option<Range<u64>>) -> io::Result<(Bytes, u64)> {
+        self.reads.lock().unwrap().push(range.clone());
+        self.inner.read(path, range)
+    }
+    fn size(&self, path: &str) -> io::Result<u64> {
+        self.inner.size(path)
+    }
+    fn list(&self, prefix: &str) -> io::Result<Vec<(String, u64)>> {
+        self.inner.list(prefix)
+    }
+    fn delete(&self, path: &str) -> io::Result<()> {
+        self.inner.delete(path)
+    }
+    fn copy(&self, from: &str, to: &str) -> io::Result<()> {
+        self.inner.copy(from, to)
+    }
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("zstdpool-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_filesystem_of_blocking_calls_is_a_store() {
+    let dir = temp_dir("blocking");
+    let (store, _) = dir_store(&dir, small_parts());
+    for (key, n) in [("a/x=1/f.bin", 10usize), ("a/x=2/g.bin", 3), ("b/h.bin", 1)] {
+        let mut w = store.create(key).unwrap();
+        w.write_all(&vec![7u8; n]).unwrap();
+        w.commit().unwrap();
+    }
+    assert_eq!(
+        store.list("a").unwrap(),
+        vec![
+            ("a/x=1/f.bin".to_string(), 10),
+            ("a/x=2/g.bin".to_string(), 3)
+        ]
+    );
+    assert!(store.any_below("b").unwrap() && !store.any_below("c").unwrap());
+    assert_eq!(store.size("a/x=2/g.bin").unwrap(), 3);
+    assert_eq!(
+        &store.get_range("a/x=1/f.bin", 2..5).unwrap()[..],
+        &[7, 7, 7]
+    );
+    assert_eq!(store.url("b/h.bin"), "/d/b/h.bin");
+    store.delete_below("a").unwrap();
+    assert_eq!(store.list("").unwrap(), vec![("b/h.bin".to_string(), 1)]);
+    match store.get("a/x=1/f.bin").unwrap_err() {
+        Error::Io(io) => {
+            assert_eq!(io.kind(), io::ErrorKind::NotFound);
+            assert!(io.to_string().contains("/d/a/x=1/f.bin"), "{io}");
+        }
+        other => panic!("{other}"),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn large_files_through_blocking_calls_go_in_parts_and_aborts_remove_them() {
+    let dir = temp_dir("blocking-parts");
+    let (store, _) = dir_store(&dir, small_parts());
+    let data: Vec<u8> = (0..(12u32 << 20)).map(|i| (i % 251) as u8).collect();
+    let mut w = store.create("big").unwrap();
+    for chunk in data.chunks(1 << 20) {
+        w.write_all(chunk).unwrap();
+    }
+    assert!(w.multipart.is_some(), "past a part's size");
+    w.commit().unwrap();
+    assert_eq!(std::fs::read(dir.join("big")).unwrap(), data);
+    let mut w = store.create("dropped").unwrap();
+    w.write_all(&data).unwrap();
+    assert!(dir.join("dropped").exists(), "written as it goes");
+    drop(w);
+    assert!(!dir.join("dropped").exists(), "an abort removes it");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn small_reads_are_served_by_windows() {
+    let dir = temp_dir("windows");
+    let (store, fs) = dir_store(&dir, small_parts());
+    let data: Vec<u8> = (0..(3u32 << 20)).map(|i| (i % 241) as u8).collect();
+    std::fs::write(dir.join("w"), &data).unwrap();
+    let o = StoreObject::open(&store, "w").unwrap();
+    // A page header of 4 KiB, then its body of 150 KB, then the next: as the reader reads.
+    let mut offset = 1000u64;
+    while offset + 200_000 < 2 << 20 {
+        for len in [4096usize, 150_000] {
+            let mut buf = vec![0u8; len];
+            assert_eq!(o.read_at(offset, &mut buf).unwrap(), len);
+            assert_eq!(&buf[..], &data[offset as usize..offset as usize + len]);
+            offset += len as u64;
+        }
+    }
+    let reads = fs.reads.lock().unwrap().len();
+    assert!(
+        (2..=3).contains(&reads),
+        "{reads} reads for two MiB in windows of one"
+    );
+    // A read larger than a window is fetched as asked.
+    let mut big = vec![0u8; (WINDOW + 10) as usize];
+    assert_eq!(o.read_at(5, &mut big).unwrap(), big.len());
+    assert_eq!(&big[..], &data[5..5 + big.len()]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
