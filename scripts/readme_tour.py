@@ -24,7 +24,7 @@ from pathlib import Path
 SECTION = "## A short tour"
 #: Modules a block may need that the wheel does not install: a block that cannot import one
 #: is skipped, with the reason printed. Any other missing module is a failure.
-OPTIONAL = {"polars", "dask", "pandas"}
+OPTIONAL = {"polars", "dask", "pandas", "fsspec"}
 
 #: The README's "After": pyarrow code runs on zstdpool with these imports changed and nothing
 #: else, so a block with them runs a second time, changed.

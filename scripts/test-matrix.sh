@@ -44,7 +44,7 @@ export ARROW_TESTING_DATA="${ARROW_TESTING_DATA:-$(cd "$ROOT/.." && pwd)/shared/
 FT_EXCLUDE="polars duckdb zstandard backports.zstd"
 # What the README's tour imports besides zstdpool and pyarrow (polars is added but on 3.14t).
 # `import zstdpool.dask` registers with distributed, so the dask block needs it too.
-TOUR_REQS=(pandas "dask[dataframe]" distributed)
+TOUR_REQS=(pandas "dask[dataframe]" distributed fsspec)
 mkdir -p "$WORK"
 
 # What versions outside FULL_VERSIONS leave out, and why (the README names these too).

@@ -11,7 +11,7 @@ use crate::io::{as_path, unwrap_py_error};
 use crate::ipc_writer::durability;
 use crate::parquet_options::writer_keywords;
 use crate::pool::{pool_or_default, PyContextPool};
-use crate::store;
+use crate::store::{self, Located, PathOptions};
 use zstdpool_core::dataset::{
     DatasetOptions, DatasetWriter, Destination, ExistingData, FileFormat, WrittenFile,
 };
@@ -75,7 +75,7 @@ fn file_format(
             "file_options take the Parquet writer's keywords, and format is {format:?}"
         )));
     };
-    for own in ["threads", "fsync", "pool"] {
+    for own in ["threads", "fsync", "pool", "filesystem", "storage_options"] {
         if given.contains(own)? {
             return Err(errors::wrong_type(format!(
                 "file_options take the Parquet writer's keywords; pass {own} to write_dataset \
@@ -167,13 +167,21 @@ pub fn write_dataset<'py>(
     filesystem: Option<&Bound<'py, PyAny>>,
     storage_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyList>> {
-    let base_dir = &store::resolve(base_dir, filesystem, "base_dir")?;
-    let destination = match store::open_if_url("base_dir", base_dir, storage_options)? {
-        Some((store, prefix)) => Destination::Store { store, prefix },
-        None => Destination::Local(as_path(base_dir)?.ok_or_else(|| {
+    let destination = match store::locate(
+        "base_dir",
+        base_dir,
+        PathOptions::new(filesystem, storage_options),
+    )? {
+        Located::Store(store, prefix) => Destination::Store { store, prefix },
+        Located::Keys(..) => {
+            return Err(errors::wrong_type(
+                "base_dir must be one directory, not a list",
+            ))
+        }
+        Located::Other(base_dir) => Destination::Local(as_path(&base_dir)?.ok_or_else(|| {
             errors::wrong_type(format!(
                 "base_dir must be a str, os.PathLike or object store URL, not '{}'",
-                type_name(base_dir)
+                type_name(&base_dir)
             ))
         })?),
     };

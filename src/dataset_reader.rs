@@ -20,7 +20,7 @@ use crate::held::Held;
 use crate::input::schema_of;
 use crate::io::{as_path, unwrap_py_error_in};
 use crate::pool::{pool_or_default, PyContextPool};
-use crate::store;
+use crate::store::{self, Located, PathOptions};
 use zstdpool_core::error::{Error, Result};
 use zstdpool_core::params;
 use zstdpool_core::scan::{
@@ -98,8 +98,9 @@ fn options(
     })
 }
 
-/// The sources of a store: a URL is a prefix (or one object), a list of URLs those objects
-/// (of one bucket). None when `source` names local files.
+/// The sources of a store: a URL (or a filesystem object's path) is a prefix or one object,
+/// a list of URLs (of one bucket) or of a filesystem object's paths those objects. None when
+/// `source` names local files.
 fn store_sources(
     source: &Bound<'_, PyAny>,
     storage_options: Option<&Bound<'_, PyDict>>,
@@ -108,7 +109,16 @@ fn store_sources(
     if let Ok(list) = source.cast::<PyList>() {
         let first = match list.get_item(0) {
             Ok(first) if store::is_store_url(&first) => first,
-            _ => return store::open_if_url("source", source, storage_options).map(|_| None),
+            _ => {
+                return match store::locate(
+                    "source",
+                    source,
+                    PathOptions::new(None, storage_options),
+                )? {
+                    Located::Keys(store, keys) => Ok(Some(Sources::StoreKeys { store, keys })),
+                    _ => Ok(None),
+                }
+            }
         };
         let (store, _) = store::open(&first.extract::<String>()?, storage_options)?;
         let root = store.url("");
@@ -132,13 +142,15 @@ fn store_sources(
         return Ok(Some(Sources::StoreKeys { store, keys }));
     }
     Ok(
-        store::open_if_url("source", source, storage_options)?.map(|(store, prefix)| {
-            Sources::StorePrefix {
+        match store::locate("source", source, PathOptions::new(None, storage_options))? {
+            Located::Store(store, prefix) => Some(Sources::StorePrefix {
                 store,
                 prefix,
                 ignore_prefixes: ignore_prefixes.to_vec(),
-            }
-        }),
+            }),
+            Located::Keys(store, keys) => Some(Sources::StoreKeys { store, keys }),
+            Located::Other(_) => None,
+        },
     )
 }
 

@@ -94,6 +94,28 @@ pub fn os_error(err: std::io::Error) -> PyErr {
     }
 }
 
+/// A Python exception as an I/O error of the kind its class says (`FileNotFoundError` is
+/// `NotFound`, ...), with its class and message as the error's words: what a filesystem
+/// object's failure is to the core.
+pub fn to_io_error(py: Python<'_>, err: PyErr) -> std::io::Error {
+    use pyo3::exceptions::{
+        PyFileExistsError, PyFileNotFoundError, PyMemoryError, PyPermissionError,
+    };
+    use std::io::ErrorKind;
+    let kind = if err.is_instance_of::<PyFileNotFoundError>(py) {
+        ErrorKind::NotFound
+    } else if err.is_instance_of::<PyPermissionError>(py) {
+        ErrorKind::PermissionDenied
+    } else if err.is_instance_of::<PyFileExistsError>(py) {
+        ErrorKind::AlreadyExists
+    } else if err.is_instance_of::<PyMemoryError>(py) {
+        ErrorKind::OutOfMemory
+    } else {
+        ErrorKind::Other
+    };
+    std::io::Error::new(kind, err.to_string().replace(['\r', '\n'], " "))
+}
+
 /// The errno Python's `OSError` picks a subclass by, for errors made without one.
 fn kind_errno(kind: std::io::ErrorKind) -> Option<i32> {
     use std::io::ErrorKind::*;

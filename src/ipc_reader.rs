@@ -17,6 +17,7 @@ use crate::ipc_options::{to_key_value_metadata, ReadSettings};
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::InputSource;
+use crate::store::PathOptions;
 use zstdpool_core::error::{Error, Result};
 use zstdpool_core::ipc::inspect::inspect;
 use zstdpool_core::ipc::reader::BatchWithMetadata;
@@ -76,10 +77,11 @@ struct Opening {
 }
 
 impl Opening {
-    fn new(
-        source: &Bound<'_, PyAny>,
-        options: Option<&Bound<'_, PyAny>>,
-        memory_pool: Option<&Bound<'_, PyAny>>,
+    fn new<'py>(
+        source: &Bound<'py, PyAny>,
+        at: PathOptions<'_, 'py>,
+        options: Option<&Bound<'py, PyAny>>,
+        memory_pool: Option<&Bound<'py, PyAny>>,
         max_buffer_size: Option<i64>,
         max_batch_size: Option<i64>,
         threads: Option<i64>,
@@ -88,7 +90,7 @@ impl Opening {
         let threads = params::threads(settings.threads).or_raise()?;
         let limits = limits(max_buffer_size, max_batch_size)?;
         Ok(Opening {
-            input: InputSource::open(source)?,
+            input: InputSource::open(source, at)?,
             limits,
             threads,
             included_fields: settings.included_fields,
@@ -171,7 +173,7 @@ macro_rules! ipc_reader_shared {
         #[pymethods]
         impl $class {
             #[new]
-            #[pyo3(signature = (source, $($footer_offset=None,)? *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+            #[pyo3(signature = (source, $($footer_offset=None,)? *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None, filesystem=None, storage_options=None))]
             #[allow(clippy::too_many_arguments)]
             fn new(
                 py: Python<'_>,
@@ -183,9 +185,12 @@ macro_rules! ipc_reader_shared {
                 max_batch_size: Option<i64>,
                 threads: Option<i64>,
                 pool: Option<&Bound<'_, PyContextPool>>,
+                filesystem: Option<&Bound<'_, PyAny>>,
+                storage_options: Option<&Bound<'_, PyDict>>,
             ) -> PyResult<Self> {
                 let opening = Opening::new(
                     source,
+                    PathOptions::new(filesystem, storage_options),
                     options,
                     memory_pool,
                     max_buffer_size,
@@ -570,7 +575,8 @@ impl FileBatches {
 
 /// Reads a whole Arrow IPC stream into a pyarrow Table.
 #[pyfunction]
-#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None, filesystem=None, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn read_stream<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
@@ -578,6 +584,8 @@ pub fn read_stream<'py>(
     max_batch_size: Option<i64>,
     threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
+    filesystem: Option<&Bound<'py, PyAny>>,
+    storage_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let reader = PyIpcStreamReader::new(
         py,
@@ -588,6 +596,8 @@ pub fn read_stream<'py>(
         max_batch_size,
         threads,
         pool,
+        filesystem,
+        storage_options,
     )?;
     let table = reader.read_all(py);
     Lifecycle::close(&reader, py)?;
@@ -596,7 +606,8 @@ pub fn read_stream<'py>(
 
 /// Reads a whole Arrow IPC file into a pyarrow Table.
 #[pyfunction]
-#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None))]
+#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None, filesystem=None, storage_options=None))]
+#[allow(clippy::too_many_arguments)]
 pub fn read_file<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
@@ -604,6 +615,8 @@ pub fn read_file<'py>(
     max_batch_size: Option<i64>,
     threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
+    filesystem: Option<&Bound<'py, PyAny>>,
+    storage_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let reader = PyIpcFileReader::new(
         py,
@@ -615,6 +628,8 @@ pub fn read_file<'py>(
         max_batch_size,
         threads,
         pool,
+        filesystem,
+        storage_options,
     )?;
     let table = reader.read_all(py);
     Lifecycle::close(&reader, py)?;
@@ -637,11 +652,14 @@ fn check_exportable(schema: &SchemaRef) -> PyResult<()> {
 /// Summarizes an Arrow IPC stream or file without decoding its data: format, schema, batches,
 /// rows, codecs, and per column the stored and uncompressed bytes.
 #[pyfunction]
+#[pyo3(signature = (source, *, filesystem=None, storage_options=None))]
 pub fn inspect_ipc<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
+    filesystem: Option<&Bound<'py, PyAny>>,
+    storage_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let mut input = InputSource::open(source)?;
+    let mut input = InputSource::open(source, PathOptions::new(filesystem, storage_options))?;
     let found = py
         .detach(|| inspect(&mut input, &ReadLimits::default()))
         .map_err(failed)?;

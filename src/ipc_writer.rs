@@ -9,7 +9,7 @@ use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 
 use crate::errors::{IntoPyErr as _, OrRaise as _};
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 use pyo3_arrow::PySchema;
 
 use crate::errors;
@@ -19,6 +19,7 @@ use crate::ipc_options::{key_values, WriteSettings};
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, UNWRITTEN};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::sink::Sink;
+use crate::store::PathOptions;
 use zstdpool_core::error::Error;
 use zstdpool_core::ipc::{Compression, IpcFormat, IpcWriter, KeyValues, WriteStats, WriterOptions};
 use zstdpool_core::params;
@@ -109,16 +110,17 @@ struct Open {
 
 impl Open {
     /// Makes the writer, then opens the sink: a bad option or schema leaves no file behind.
-    fn new(
-        py: Python<'_>,
-        sink: Option<&Bound<'_, PyAny>>,
+    fn new<'py>(
+        py: Python<'py>,
+        sink: Option<&Bound<'py, PyAny>>,
+        at: PathOptions<'_, 'py>,
         schema: SchemaRef,
         options: WriterOptions,
         durability: Durability,
         pool: &ContextPool,
     ) -> PyResult<Open> {
         let writer = IpcWriter::try_new(schema, options, pool).or_raise()?;
-        let sink = Sink::open(py, sink, durability)?;
+        let sink = Sink::open(py, sink, durability, at)?;
         Ok(Open::with_sink(writer, sink))
     }
 
@@ -222,8 +224,9 @@ impl PyIpcWriter {
         *self.stats.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn create(
-        sink: &Bound<'_, PyAny>,
+    fn create<'py>(
+        sink: &Bound<'py, PyAny>,
+        at: PathOptions<'_, 'py>,
         schema: SchemaRef,
         options: WriterOptions,
         unify_dictionaries: bool,
@@ -234,6 +237,7 @@ impl PyIpcWriter {
         let open = Open::new(
             sink.py(),
             Some(sink),
+            at,
             schema.clone(),
             options,
             durability,
@@ -451,10 +455,11 @@ impl Drop for PyIpcWriter {
 
 /// Opens a writer of `format` on `sink` with pyarrow's `options` merged into the keywords.
 #[allow(clippy::too_many_arguments)]
-fn open_writer(
+fn open_writer<'py>(
     format: IpcFormat,
-    sink: &Bound<'_, PyAny>,
-    schema: &Bound<'_, PyAny>,
+    sink: &Bound<'py, PyAny>,
+    at: PathOptions<'_, 'py>,
+    schema: &Bound<'py, PyAny>,
     options: Option<&Bound<'_, PyAny>>,
     metadata: Option<&Bound<'_, PyAny>>,
     compression: Option<&str>,
@@ -469,6 +474,7 @@ fn open_writer(
     let options = writer_options_from(format, &settings, level, footer_metadata(metadata)?)?;
     PyIpcWriter::create(
         sink,
+        at,
         schema_of(schema)?,
         options,
         settings.unify_dictionaries,
@@ -507,7 +513,7 @@ macro_rules! ipc_writer_class {
         impl $class {
             #[new]
             #[pyo3(
-                signature = (sink, schema, *, options=None, $($metadata=None,)? compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None)
+                signature = (sink, schema, *, options=None, $($metadata=None,)? compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None, filesystem=None, storage_options=None)
             )]
             #[allow(clippy::too_many_arguments)]
             fn new(
@@ -521,11 +527,14 @@ macro_rules! ipc_writer_class {
                 dictionary_deltas: bool,
                 fsync: bool,
                 pool: Option<&Bound<'_, PyContextPool>>,
+                filesystem: Option<&Bound<'_, PyAny>>,
+                storage_options: Option<&Bound<'_, PyDict>>,
             ) -> PyResult<PyClassInitializer<Self>> {
                 let footer: Option<&Bound<'_, PyAny>> = None $(.or($metadata))?;
                 let base = open_writer(
                     $format,
                     sink,
+                    PathOptions::new(filesystem, storage_options),
                     schema,
                     options,
                     footer,
@@ -589,12 +598,13 @@ fn write_all<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     sink: Option<&Bound<'py, PyAny>>,
+    at: PathOptions<'_, 'py>,
     options: WriterOptions,
     durability: Durability,
     pool: &ContextPool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let input = to_input(data)?;
-    let sink = Sink::open(py, sink, durability)?;
+    let sink = Sink::open(py, sink, durability, at)?;
     let (result, mut sink) = py.detach(move || {
         let started = input.import().and_then(|input| {
             let writer = IpcWriter::try_new(input.schema(), options, pool)
@@ -635,7 +645,7 @@ macro_rules! ipc_write_function {
         /// soon after may leave an empty or partial file).
         #[pyfunction]
         #[pyo3(
-            signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, $($metadata=None,)? fsync=false, pool=None)
+            signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, $($metadata=None,)? fsync=false, pool=None, filesystem=None, storage_options=None)
         )]
         #[allow(clippy::too_many_arguments)]
         pub fn $name<'py>(
@@ -649,6 +659,8 @@ macro_rules! ipc_write_function {
             $($metadata: Option<&Bound<'py, PyAny>>,)?
             fsync: bool,
             pool: Option<&Bound<'py, PyContextPool>>,
+            filesystem: Option<&Bound<'py, PyAny>>,
+            storage_options: Option<&Bound<'py, PyDict>>,
         ) -> PyResult<Option<Bound<'py, PyBytes>>> {
             let footer: Option<&Bound<'_, PyAny>> = None $(.or($metadata))?;
             let options = writer_options(
@@ -663,6 +675,7 @@ macro_rules! ipc_write_function {
                 py,
                 data,
                 sink,
+                PathOptions::new(filesystem, storage_options),
                 options,
                 durability(fsync),
                 pool_or_default(pool),

@@ -51,6 +51,7 @@ const KEYWORDS: &[&str] = &[
     "threads",
     "fsync",
     "pool",
+    "storage_options",
 ];
 
 /// What a writer's keywords ask for.
@@ -58,6 +59,9 @@ pub struct WriterKeywords<'py> {
     pub options: WriteOptions,
     pub fsync: bool,
     pub pool: Option<Bound<'py, PyContextPool>>,
+    /// Where the path is: `filesystem=` and `storage_options=`.
+    pub filesystem: Option<Bound<'py, PyAny>>,
+    pub storage_options: Option<Bound<'py, PyDict>>,
 }
 
 /// The keywords `kwargs` holds, for `func` (named in the error for a keyword it does not take,
@@ -90,13 +94,6 @@ pub fn writer_keywords<'py>(
              FileEncryptionProperties holds its keys in C++, out of reach), not '{}'; write \
              encrypted files with pyarrow.parquet",
             type_name(v)
-        )));
-    }
-    if let Some(fs) = kw.get("filesystem") {
-        return Err(errors::unsupported(format!(
-            "filesystem: zstdpool's Parquet writers take a path or a binary file object; for a \
-             '{}', open the file with it and pass the file object",
-            type_name(fs)
         )));
     }
     let chunking = match kw.get("use_content_defined_chunking") {
@@ -202,10 +199,21 @@ pub fn writer_keywords<'py>(
             ))
         })?),
     };
+    let storage_options = match kw.get("storage_options") {
+        None => None,
+        Some(d) => Some(d.cast::<PyDict>().cloned().map_err(|_| {
+            errors::wrong_type(format!(
+                "storage_options must be a dict, not '{}'",
+                type_name(d)
+            ))
+        })?),
+    };
     Ok(WriterKeywords {
         options: o,
         fsync,
         pool,
+        filesystem: kw.get("filesystem").cloned(),
+        storage_options,
     })
 }
 

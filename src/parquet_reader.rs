@@ -17,6 +17,7 @@ use crate::io::unwrap_py_error_in;
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::parquet_source;
+use crate::store::PathOptions;
 use zstdpool_core::error::{Error, Result};
 use zstdpool_core::params;
 use zstdpool_core::parquet::{Batches, ParquetFile, ParquetLimits};
@@ -43,14 +44,15 @@ fn threads(threads: Option<i64>, use_threads: bool) -> PyResult<Option<usize>> {
     }
 }
 
-fn open(
-    py: Python<'_>,
-    source: &Bound<'_, PyAny>,
+fn open<'py>(
+    py: Python<'py>,
+    source: &Bound<'py, PyAny>,
+    at: PathOptions<'_, 'py>,
     max_page_size: Option<i64>,
     threads: Option<usize>,
-    pool: Option<&Bound<'_, PyContextPool>>,
+    pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<ParquetFile> {
-    let source = parquet_source(source)?;
+    let source = parquet_source(source, at)?;
     let limits = limits(max_page_size)?;
     let pool = pool_or_default(pool);
     py.detach(|| ParquetFile::open(source, limits, pool, threads))
@@ -96,7 +98,8 @@ impl PyParquetFile {
 #[pymethods]
 impl PyParquetFile {
     #[new]
-    #[pyo3(signature = (source, *, max_page_size=None, use_threads=true, threads=None, pool=None))]
+    #[pyo3(signature = (source, *, max_page_size=None, use_threads=true, threads=None, pool=None, filesystem=None, storage_options=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
@@ -104,9 +107,12 @@ impl PyParquetFile {
         use_threads: bool,
         threads: Option<i64>,
         pool: Option<&Bound<'_, PyContextPool>>,
+        filesystem: Option<&Bound<'_, PyAny>>,
+        storage_options: Option<&Bound<'_, PyDict>>,
     ) -> PyResult<Self> {
         let threads = self::threads(threads, use_threads)?;
-        let file = open(py, source, max_page_size, threads, pool)?;
+        let at = PathOptions::new(filesystem, storage_options);
+        let file = open(py, source, at, max_page_size, threads, pool)?;
         Ok(PyParquetFile {
             schema: file.schema().clone(),
             file: RwLock::new(Some(Arc::new(file))),
@@ -295,7 +301,7 @@ impl PyParquetBatches {
 /// are decompressed with pooled contexts. `source` is bytes-like (read without copying), a
 /// path, or a seekable binary file object; `max_page_size` bounds what a page may declare.
 #[pyfunction]
-#[pyo3(signature = (source, *, columns=None, row_groups=None, use_threads=true, threads=None, max_page_size=None, pool=None))]
+#[pyo3(signature = (source, *, columns=None, row_groups=None, use_threads=true, threads=None, max_page_size=None, pool=None, filesystem=None, storage_options=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_table<'py>(
     py: Python<'py>,
@@ -306,19 +312,26 @@ pub fn read_table<'py>(
     threads: Option<i64>,
     max_page_size: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
+    filesystem: Option<&Bound<'py, PyAny>>,
+    storage_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let threads = self::threads(threads, use_threads)?;
-    let file = open(py, source, max_page_size, threads, pool)?;
+    let at = PathOptions::new(filesystem, storage_options);
+    let file = open(py, source, at, max_page_size, threads, pool)?;
     read(py, &file, columns, row_groups, None)
 }
 
 /// The Arrow schema of a Parquet file (read from its footer alone), as a pyarrow Schema.
 #[pyfunction]
+#[pyo3(signature = (source, *, filesystem=None, storage_options=None))]
 pub fn read_schema<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
+    filesystem: Option<&Bound<'py, PyAny>>,
+    storage_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let file = open(py, source, None, Some(1), None)?;
+    let at = PathOptions::new(filesystem, storage_options);
+    let file = open(py, source, at, None, Some(1), None)?;
     PySchema::new(file.schema().clone()).into_pyarrow(py)
 }
 

@@ -18,6 +18,7 @@ use crate::lifecycle::{lifecycle_methods, Lifecycle, State, UNWRITTEN};
 use crate::parquet_options::{writer_keywords, WriterKeywords};
 use crate::pool::pool_or_default;
 use crate::sink::{Sink, SinkWriter};
+use crate::store::PathOptions;
 use zstdpool_core::error::Error;
 use zstdpool_core::params;
 use zstdpool_core::parquet::{ParquetWriter, WriteOptions};
@@ -139,9 +140,12 @@ impl PyParquetWriter {
             options,
             fsync,
             pool,
+            filesystem,
+            storage_options,
         } = writer_keywords("ParquetWriter()", options)?;
         let schema = schema_of(schema)?;
-        let sink = Sink::open(py, Some(r#where), durability(fsync))?;
+        let at = PathOptions::new(filesystem.as_ref(), storage_options.as_ref());
+        let sink = Sink::open(py, Some(r#where), durability(fsync), at)?;
         let writer = ParquetWriter::try_new(
             SinkWriter::new(sink),
             schema.clone(),
@@ -336,12 +340,13 @@ fn write_all<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     sink: Option<&Bound<'py, PyAny>>,
+    at: PathOptions<'_, 'py>,
     options: WriteOptions,
     durability: Durability,
     pool: &ContextPool,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
     let input = to_input(data)?;
-    let sink = Sink::open(py, sink, durability)?;
+    let sink = Sink::open(py, sink, durability, at)?;
     let result = py.detach(move || -> Result<Sink, Failure> {
         let mut input = input.import()?;
         let mut writer =
@@ -386,11 +391,14 @@ pub fn write_table<'py>(
         options,
         fsync,
         pool,
+        filesystem,
+        storage_options,
     } = writer_keywords("write_table()", options)?;
     write_all(
         py,
         data,
         r#where,
+        PathOptions::new(filesystem.as_ref(), storage_options.as_ref()),
         options,
         durability(fsync),
         pool_or_default(pool.as_ref()),

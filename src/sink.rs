@@ -11,7 +11,7 @@ use crate::bytes_output::MemoryOutput;
 use crate::errors;
 use crate::errors::OrRaise as _;
 use crate::io::{as_path, is_io_object, to_io};
-use crate::store;
+use crate::store::{self, Located, PathOptions};
 use zstdpool_core::output::Output;
 use zstdpool_core::path_sink::{Durability, PathSink};
 use zstdpool_core::store::ObjectWriter;
@@ -45,23 +45,35 @@ pub enum Sink {
 }
 
 impl Sink {
-    /// A sink for `obj`: None (bytes), a path, or a binary file object.
-    /// A path sink commits with `durability`.
-    pub fn open(
-        py: Python<'_>,
-        obj: Option<&Bound<'_, PyAny>>,
+    /// A sink for `obj`: None (bytes), a path (of `filesystem`, or an object store URL with
+    /// `storage_options`), or a binary file object. A path sink commits with `durability`.
+    pub fn open<'py>(
+        py: Python<'py>,
+        obj: Option<&Bound<'py, PyAny>>,
         durability: Durability,
+        at: PathOptions<'_, 'py>,
     ) -> PyResult<Sink> {
         let Some(obj) = obj.filter(|o| !o.is_none()) else {
+            if at.given() {
+                return Err(errors::parameter(
+                    "filesystem and storage_options are for a path; the sink is None (bytes)",
+                ));
+            }
             return Ok(Sink::Memory(MemoryOutput::with_capacity(py, MEMORY_START)?));
         };
+        let obj = match store::locate("sink", obj, at)? {
+            Located::Store(store, key) => {
+                return store.create(&key).map(|w| Sink::Object(Some(w))).or_raise()
+            }
+            Located::Keys(..) => {
+                return Err(errors::wrong_type("sink must be one path, not a list"));
+            }
+            Located::Other(obj) => obj,
+        };
+        let obj = &obj;
         // io objects (BytesIO, open files) first: asking one for `__fspath__` raises (and
         // formats) an AttributeError inside hasattr, a fifth of opening a writer. Other
         // objects are paths first: some path types (py.path.local) have a write() of their own.
-        if store::is_store_url(obj) {
-            let (store, key) = store::open(&obj.extract::<String>()?, None)?;
-            return store.create(&key).map(|w| Sink::Object(Some(w))).or_raise();
-        }
         let io_object = is_io_object(obj)?;
         if !io_object {
             if let Some(target) = as_path(obj)? {

@@ -15,7 +15,7 @@ use crate::buffer::type_name;
 use crate::errors;
 use crate::errors::OrRaise as _;
 use crate::io::{as_path, to_io, unwrap_py_io_error};
-use crate::store;
+use crate::store::{self, Located, PathOptions};
 use zstdpool_core::error::{path_error, Result};
 use zstdpool_core::ipc::source::{BytesSource, RandomSource, ReaderSource, Source};
 use zstdpool_core::parquet::{ParquetSource, ReadAt};
@@ -136,14 +136,23 @@ fn mapped_file(obj: &Bound<'_, PyAny>) -> PyResult<Option<File>> {
 
 /// A Parquet reader's input: bytes-like (read without copying), a path (read at offsets, by
 /// several threads at once), or a seekable binary file object (each read takes the GIL).
-pub fn parquet_source(obj: &Bound<'_, PyAny>) -> PyResult<ParquetSource> {
-    if store::is_store_url(obj) {
-        let (store, key) = store::open(&obj.extract::<String>()?, None)?;
-        return obj
-            .py()
-            .detach(|| store.parquet_source(&key, None))
-            .or_raise();
-    }
+pub fn parquet_source<'py>(
+    obj: &Bound<'py, PyAny>,
+    at: PathOptions<'_, 'py>,
+) -> PyResult<ParquetSource> {
+    let obj = match store::locate("source", obj, at)? {
+        Located::Store(store, key) => {
+            return obj
+                .py()
+                .detach(|| store.parquet_source(&key, None))
+                .or_raise()
+        }
+        Located::Keys(..) => {
+            return Err(errors::wrong_type("source must be one file, not a list"));
+        }
+        Located::Other(obj) => obj,
+    };
+    let obj = &obj;
     if let Some(path) = as_path(obj)? {
         let file = open_path(&path)?;
         return ParquetSource::file(file)
@@ -187,13 +196,19 @@ impl ReadAt for PyReadAt {
 }
 
 impl InputSource {
-    pub fn open(obj: &Bound<'_, PyAny>) -> PyResult<Self> {
-        if store::is_store_url(obj) {
-            // An IPC file or stream of a store is read whole, in one request.
-            let (store, key) = store::open(&obj.extract::<String>()?, None)?;
-            let data = obj.py().detach(|| store.get(&key)).or_raise()?;
-            return Ok(InputSource::Bytes(BytesSource::new(Buffer::from(data))));
-        }
+    pub fn open<'py>(obj: &Bound<'py, PyAny>, at: PathOptions<'_, 'py>) -> PyResult<Self> {
+        let obj = match store::locate("source", obj, at)? {
+            Located::Store(store, key) => {
+                // An IPC file or stream of a store is read whole, in one request.
+                let data = obj.py().detach(|| store.get(&key)).or_raise()?;
+                return Ok(InputSource::Bytes(BytesSource::new(Buffer::from(data))));
+            }
+            Located::Keys(..) => {
+                return Err(errors::wrong_type("source must be one file, not a list"));
+            }
+            Located::Other(obj) => obj,
+        };
+        let obj = &obj;
         if let Some(path) = as_path(obj)? {
             let file = open_path(&path)?;
             return Ok(InputSource::File(ReaderSource::new(

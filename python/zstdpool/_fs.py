@@ -1,18 +1,29 @@
-"""Where a path argument points: a local path, or an object store reached natively.
+"""Where a path argument points: a local path, an object store reached natively, or a
+filesystem object reached through its own API.
 
 Writers and readers take ``filesystem=`` and ``storage_options=`` as pyarrow and polars take
-them. This module turns both into what the Rust side opens: a local path (for a pyarrow or
-fsspec local filesystem, a ``SubTreeFileSystem`` over one, or a ``file://`` URI), or an
-``s3://`` / ``gs://`` URL with ``storage_options`` (requests issued from Rust, without the
-GIL). Other filesystems are refused with a message that says so.
+them. This module turns both into what the Rust side opens:
+
+- a local path, for a pyarrow or fsspec local filesystem, a ``SubTreeFileSystem`` over one,
+  or a ``file://`` URI (written through the core's path sinks, atomically);
+- an ``s3://`` / ``gs://`` URL with ``storage_options`` (requests issued from Rust, without
+  the GIL);
+- a ``FileSystemPath``, for any other pyarrow filesystem, an fsspec filesystem (wrapped in
+  pyarrow's ``PyFileSystem(FSSpecHandler(...))``), or a URI that pyarrow or fsspec resolves
+  to one ("memory://", "hdfs://", ...). The core calls its ``FileSystemAdapter`` for each
+  file it creates, reads, lists or deletes; each call takes the GIL.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import urllib.parse
 import urllib.request
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+if TYPE_CHECKING:
+    import pyarrow.fs as pafs
 
 # URL schemes opened natively (object_store's S3 and GCS clients).
 STORE_SCHEMES = ("s3://", "s3a://", "gs://", "gcs://")
@@ -44,17 +55,167 @@ def _local_base(filesystem: Any) -> str | None:
     return None
 
 
-def _one(target: Any, filesystem: Any, argument: str) -> Any:
+class FileSystemAdapter:
+    """The calls the core makes on a filesystem object (see ``core/src/store/blocking.rs``):
+    keys are paths below ``root`` ("/" for a filesystem of absolute paths, "" for one whose
+    paths start with a bucket, as pyarrow's S3FileSystem's do)."""
+
+    def __init__(self, filesystem: pafs.FileSystem, root: str) -> None:
+        self.filesystem = filesystem
+        self.root = root
+        self._made: set[str] = set()
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"{type(self.filesystem).__name__}({self.root!r})"
+
+    def _path(self, key: str) -> str:
+        return self.root + key
+
+    def create(self, key: str) -> Any:
+        """An output stream for the file ``key``, its directory made first (once)."""
+        parent = key.rpartition("/")[0]
+        if parent:
+            with self._lock:
+                made = parent in self._made
+            if not made:
+                self.filesystem.create_dir(self._path(parent), recursive=True)
+                with self._lock:
+                    self._made.add(parent)
+        return self.filesystem.open_output_stream(self._path(key))
+
+    def read(self, key: str, start: int | None, end: int | None) -> tuple[bytes, int]:
+        """The bytes ``start:end`` of the file ``key`` (all of it for None), and its size."""
+        with self.filesystem.open_input_file(self._path(key)) as f:
+            size = f.size()
+            if start is None or end is None:
+                return f.read(), size
+            end = min(end, size)
+            return (f.read_at(end - start, start) if end > start else b""), size
+
+    def size(self, key: str) -> int:
+        import pyarrow.fs as pafs
+
+        info = self.filesystem.get_file_info(self._path(key))
+        if info.type == pafs.FileType.NotFound:
+            raise FileNotFoundError(2, "No such file or directory", self._path(key))
+        if info.type != pafs.FileType.File:
+            raise IsADirectoryError(21, "Is a directory", self._path(key))
+        return int(info.size)
+
+    def list(self, prefix: str) -> list[tuple[str, int]]:
+        """The files below the directory ``prefix``, at any depth: keys and sizes."""
+        import pyarrow.fs as pafs
+
+        selector = pafs.FileSelector(self._path(prefix), recursive=True, allow_not_found=True)
+        try:
+            infos = self.filesystem.get_file_info(selector)
+        except NotADirectoryError:
+            return []
+        return [(i.path.lstrip("/"), int(i.size)) for i in infos if i.type == pafs.FileType.File]
+
+    def delete(self, key: str) -> None:
+        try:
+            self.filesystem.delete_file(self._path(key))
+        except FileNotFoundError:
+            pass
+
+    def copy(self, source: str, destination: str) -> None:
+        self.filesystem.copy_file(self._path(source), self._path(destination))
+
+
+class FileSystemPath:
+    """A path (or a list of paths) of a filesystem object: what the Rust side opens as a store
+    over ``adapter``, at ``keys``."""
+
+    def __init__(self, filesystem: pafs.FileSystem, path: str | list[str]) -> None:
+        paths = path if isinstance(path, list) else [path]
+        root = "/" if paths and paths[0].startswith("/") else ""
+        self.adapter = FileSystemAdapter(filesystem, root)
+        keys = [p.strip("/") for p in paths]
+        self.keys: str | list[str] = keys if isinstance(path, list) else keys[0]
+
+    def __repr__(self) -> str:
+        return f"{self.adapter!r}:{self.keys!r}"
+
+
+def as_pyarrow_filesystem(filesystem: Any) -> pafs.FileSystem | None:
+    """``filesystem`` as a pyarrow filesystem (an fsspec one wrapped in pyarrow's handler), or
+    None when it is neither."""
+    import pyarrow.fs as pafs
+
+    if isinstance(filesystem, pafs.FileSystem):
+        return filesystem
+    try:
+        import fsspec
+    except ImportError:
+        return None
+    if isinstance(filesystem, fsspec.AbstractFileSystem):
+        return pafs.PyFileSystem(pafs.FSSpecHandler(filesystem))
+    return None
+
+
+def _filesystem_path(filesystem: Any, target: Any, argument: str) -> FileSystemPath:
+    fs = as_pyarrow_filesystem(filesystem)
+    if fs is None:
+        raise TypeError(
+            f"filesystem must be a pyarrow.fs.FileSystem or an fsspec filesystem, not "
+            f"'{type(filesystem).__name__}'"
+        )
+
+    def one(t: Any) -> str:
+        if not isinstance(t, (str, os.PathLike)):
+            raise TypeError(
+                f"{argument} must be a path of the filesystem (str), not '{type(t).__name__}'"
+            )
+        p = os.fspath(t)
+        if not isinstance(p, str):
+            raise TypeError(f"{argument} must be a str path, not bytes")
+        return str(fs.normalize_path(p))
+
+    if isinstance(target, (list, tuple)):
+        return FileSystemPath(fs, [one(t) for t in target])
+    return FileSystemPath(fs, one(target))
+
+
+def _from_uri(uri: str, storage_options: dict[str, Any] | None, argument: str) -> Any:
+    """The filesystem and path a URI names, as pyarrow resolves it, or else as fsspec does
+    (with ``storage_options``)."""
+    import pyarrow.fs as pafs
+
+    if not storage_options:
+        try:
+            fs, path = pafs.FileSystem.from_uri(uri)
+        except ValueError:  # pyarrow's ArrowInvalid: a scheme it does not know
+            pass
+        else:
+            return fs, path
+    try:
+        import fsspec
+    except ImportError:
+        raise ValueError(
+            f"{argument}: pyarrow does not resolve {uri!r}, and fsspec, which might, is not "
+            f"installed"
+        ) from None
+    try:
+        fs, path = fsspec.core.url_to_fs(uri, **(storage_options or {}))
+    except (ValueError, ImportError) as e:
+        raise ValueError(f"{argument}: neither pyarrow nor fsspec resolves {uri!r}: {e}") from e
+    return fs, path
+
+
+def _one(target: Any, filesystem: Any, storage_options: Any, argument: str) -> Any:
     if filesystem is not None:
         base = _local_base(filesystem)
+        if is_store_url(target) or (isinstance(target, str) and "://" in target[:16]):
+            raise ValueError(f"{argument} is a URI ({target!r}) and a filesystem was given too")
         if base is None:
-            raise NotImplementedError(
-                f"filesystem: a '{type(filesystem).__name__}' is not supported yet; pass "
-                f"{argument} as an s3:// or gs:// URL with storage_options (reached natively), "
-                f"or as a local path"
-            )
-        if is_store_url(target):
-            raise ValueError(f"{argument} is a URL ({target!r}) and a filesystem was given too")
+            if storage_options:
+                raise ValueError(
+                    "storage_options are for URLs; a filesystem object is configured when it "
+                    "is made"
+                )
+            return _filesystem_path(filesystem, target, argument)
         path = os.fspath(target)
         return os.path.join(base, path) if base else path
     if isinstance(target, str) and "://" in target[:16] and not is_store_url(target):
@@ -62,10 +223,10 @@ def _one(target: Any, filesystem: Any, argument: str) -> Any:
         if scheme == "file":
             parsed = urllib.parse.urlparse(target)
             return urllib.request.url2pathname(parsed.path)
-        raise NotImplementedError(
-            f"{argument}: {scheme}:// is not supported yet; s3:// and gs:// are opened natively "
-            f"(with storage_options), and file:// and local paths are local"
-        )
+        fs, path = _from_uri(target, storage_options, argument)
+        if _local_base(fs) == "":
+            return path
+        return _filesystem_path(fs, path, argument)
     return target
 
 
@@ -73,9 +234,28 @@ def resolve(
     target: Any, filesystem: Any, storage_options: dict[str, Any] | None, argument: str
 ) -> tuple[Any, dict[str, Any] | None]:
     """``target`` (a path, URL, or list of them) resolved against ``filesystem``, and the
-    ``storage_options`` that go with it (checked on the Rust side: they apply to URLs only)."""
+    ``storage_options`` that go with it (checked on the Rust side: they apply to store URLs
+    only, and a URI resolved by fsspec used them already)."""
     if storage_options is not None and not isinstance(storage_options, dict):
         raise TypeError(f"storage_options must be a dict, not '{type(storage_options).__name__}'")
     if isinstance(target, (list, tuple)):
-        return [_one(t, filesystem, argument) for t in target], storage_options
-    return _one(target, filesystem, argument), storage_options
+        if filesystem is not None and _local_base(filesystem) is None:
+            return _one(list(target), filesystem, storage_options, argument), None
+        items = [_one(t, filesystem, storage_options, argument) for t in target]
+        remote = [i for i in items if isinstance(i, FileSystemPath)]
+        if not remote:
+            return items, storage_options
+        # URIs of one filesystem (fsspec keeps one instance per protocol and options; pyarrow's
+        # compare equal): one store over it, with every path.
+        first = remote[0].adapter.filesystem
+        if len(remote) != len(items) or any(r.adapter.filesystem != first for r in remote):
+            raise ValueError(f"{argument}: every URI of the list must be of one filesystem")
+        paths = [r.adapter.root + str(r.keys) for r in remote]
+        return FileSystemPath(first, paths), None
+    resolved = _one(target, filesystem, storage_options, argument)
+    if isinstance(resolved, FileSystemPath) or (
+        isinstance(target, str) and "://" in target[:16] and not is_store_url(target)
+    ):
+        # Used to make the filesystem (fsspec's), or not taken: nothing is left to apply.
+        storage_options = None
+    return resolved, storage_options

@@ -435,6 +435,8 @@ class RecordBatchStreamWriter(IpcWriter):
         dictionary_deltas: bool = False,
         fsync: bool = False,
         pool: ContextPool | None = None,
+        filesystem: Any | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> Self: ...
 
 @final
@@ -455,6 +457,8 @@ class RecordBatchFileWriter(IpcWriter):
         dictionary_deltas: bool = False,
         fsync: bool = False,
         pool: ContextPool | None = None,
+        filesystem: Any | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> Self: ...
 
 @final
@@ -469,6 +473,8 @@ class RecordBatchStreamReader(_Lifecycle):
         max_batch_size: int | None = None,
         threads: int | None = None,
         pool: ContextPool | None = None,
+        filesystem: Any | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> Self: ...
     @property
     def schema(self) -> pa.Schema: ...
@@ -497,6 +503,8 @@ class RecordBatchFileReader(_Lifecycle):
         max_batch_size: int | None = None,
         threads: int | None = None,
         pool: ContextPool | None = None,
+        filesystem: Any | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> Self: ...
     @property
     def schema(self) -> pa.Schema: ...
@@ -525,6 +533,8 @@ def write_stream(
     dictionary_deltas: bool = False,
     fsync: bool = False,
     pool: ContextPool | None = None,
+    filesystem: Any | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> bytes | None:
     """Writes ``data`` as one Arrow IPC stream; returns the bytes when ``sink`` is None.
 
@@ -543,6 +553,8 @@ def write_file(
     metadata: _Metadata | None = None,
     fsync: bool = False,
     pool: ContextPool | None = None,
+    filesystem: Any | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> bytes | None:
     """Writes ``data`` as one Arrow IPC file; returns the bytes when ``sink`` is None.
 
@@ -557,6 +569,8 @@ def read_stream(
     max_batch_size: int | None = None,
     threads: int | None = None,
     pool: ContextPool | None = None,
+    filesystem: Any | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> pa.Table: ...
 def read_file(
     source: _Source,
@@ -565,8 +579,15 @@ def read_file(
     max_batch_size: int | None = None,
     threads: int | None = None,
     pool: ContextPool | None = None,
+    filesystem: Any | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> pa.Table: ...
-def inspect_ipc(source: _Source) -> IpcInspection: ...
+def inspect_ipc(
+    source: _Source,
+    *,
+    filesystem: Any | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> IpcInspection: ...
 def remove_stale_temp_files(
     path: str | os.PathLike[str], *, min_age: float = 3600.0, recursive: bool = True
 ) -> list[pathlib.Path]: ...
@@ -586,7 +607,7 @@ class ParquetWriteOptions(TypedDict, total=False):
     allow_truncated_timestamps: bool | None
     data_page_size: int | None
     flavor: Literal["spark"] | None
-    filesystem: None
+    filesystem: Any | None
     compression_level: int | dict[str, int] | None
     use_byte_stream_split: bool | list[str] | None
     column_encoding: str | dict[str, str] | None
@@ -608,6 +629,7 @@ class ParquetWriteOptions(TypedDict, total=False):
     threads: int | None
     fsync: bool | None
     pool: ContextPool | None
+    storage_options: dict[str, Any] | None
 
 @final
 class ParquetWriter(_Lifecycle):
@@ -650,6 +672,8 @@ class ParquetFile(_Lifecycle):
         use_threads: bool = True,
         threads: int | None = None,
         pool: ContextPool | None = None,
+        filesystem: Any | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> ParquetFile: ...
     @property
     def schema_arrow(self) -> pa.Schema: ...
@@ -688,8 +712,15 @@ def read_table(
     threads: int | None = None,
     max_page_size: int | None = None,
     pool: ContextPool | None = None,
+    filesystem: Any | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> pa.Table: ...
-def read_schema(source: _Source) -> pa.Schema: ...
+def read_schema(
+    source: _Source,
+    *,
+    filesystem: Any | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> pa.Schema: ...
 
 @final
 class DatasetScanner:

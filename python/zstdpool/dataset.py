@@ -376,8 +376,11 @@ def dataset(
     ``storage_options`` as polars takes them (endpoint, region, credentials, allow_http;
     environment variables fill in the rest): the prefix is listed, and files are read with
     GETs issued from Rust, as many in flight as ``storage_options["max_in_flight"]`` (32).
-    ``filesystem`` may be a pyarrow or fsspec local filesystem, or a ``SubTreeFileSystem``
-    over one.
+    ``filesystem`` may be any pyarrow filesystem (``LocalFileSystem``, ``SubTreeFileSystem``,
+    ``S3FileSystem``, ``PyFileSystem``, ...) or an fsspec filesystem, and ``source`` any URI
+    that pyarrow or fsspec resolves ("memory://...", "hdfs://..."; ``storage_options`` go to
+    fsspec). A local filesystem is read as local paths; any other through its own calls, each
+    with the GIL (pyarrow's release it while they wait), 8 files at a time by default.
     """
     return _open(
         source,
@@ -410,8 +413,10 @@ def _open(
         raise ValueError(
             f'format must be "parquet", or "ipc", "arrow" or "feather", not {format!r}'
         )
-    if isinstance(source, (str, os.PathLike)):
-        src: Any = os.fspath(source)
+    if isinstance(source, _fs.FileSystemPath):
+        src: Any = source
+    elif isinstance(source, (str, os.PathLike)):
+        src = os.fspath(source)
     elif isinstance(source, Sequence):
         src = [s if _fs.is_store_url(s) else os.fspath(s) for s in source]
     else:

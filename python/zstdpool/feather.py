@@ -42,6 +42,8 @@ def write_feather(
     *,
     fsync: bool = False,
     pool: ContextPool | None = None,
+    filesystem: Any = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> None:
     """Writes ``df`` (a pandas DataFrame, a pyarrow Table or anything the IPC writers take)
     to ``dest`` (a path or a binary file object) as a Feather version 2 file.
@@ -51,7 +53,9 @@ def write_feather(
     "uncompressed" or None for none; ``chunksize`` is the most rows per record batch (64K
     by default). A path is written under a temporary name and renamed into place when
     complete, so a failed write leaves nothing under its name; ``fsync=True`` also makes it
-    survive a power loss.
+    survive a power loss. ``dest`` may also be a path of ``filesystem`` (any pyarrow or
+    fsspec filesystem), a URI pyarrow or fsspec resolve, or an object store URL with
+    ``storage_options`` (see ``zstdpool.dataset.dataset``).
 
     Unlike ``pyarrow.feather``, None means uncompressed rather than "the default codec".
     """
@@ -79,6 +83,8 @@ def write_feather(
         level=compression_level,
         fsync=fsync,
         pool=pool,
+        filesystem=filesystem,
+        storage_options=storage_options,
     ) as writer:
         writer.write_table(table, max_chunksize=chunksize or DEFAULT_CHUNKSIZE)
 
@@ -90,15 +96,25 @@ def read_table(
     use_threads: bool = True,
     *,
     pool: ContextPool | None = None,
+    filesystem: Any = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> pa.Table:
     """Reads a Feather (version 2) file into a pyarrow Table; ``columns`` (names or indices)
-    selects columns, in the order given, and only their buffers are decompressed."""
+    selects columns, in the order given, and only their buffers are decompressed.
+    ``source`` may be a path of ``filesystem``, a URI, or an object store URL with
+    ``storage_options``, as ``write_feather``'s ``dest``."""
     import pyarrow as pa
 
     del memory_map  # read through ordinary reads either way (see the module's docstring)
     threads = None if use_threads else 1
     try:
-        reader = ipc.open_file(source, threads=threads, pool=pool)
+        reader = ipc.open_file(
+            source,
+            threads=threads,
+            pool=pool,
+            filesystem=filesystem,
+            storage_options=storage_options,
+        )
     except errors.IpcError as e:
         if _is_feather_v1(source):
             raise errors.IpcError(
@@ -113,7 +129,14 @@ def read_table(
         indices = [_column_index(c, names) for c in columns]
     included = sorted(set(indices))
     options = pa.ipc.IpcReadOptions(included_fields=included)
-    with ipc.open_file(source, options=options, threads=threads, pool=pool) as reader:
+    with ipc.open_file(
+        source,
+        options=options,
+        threads=threads,
+        pool=pool,
+        filesystem=filesystem,
+        storage_options=storage_options,
+    ) as reader:
         table = reader.read_all()
     # The projection reads in schema order; give the columns in the order asked for, by
     # position, since names may repeat.
@@ -129,9 +152,14 @@ def read_feather(
 ) -> Any:
     """Reads a Feather (version 2) file into a pandas DataFrame; ``kwargs`` go to
     ``pyarrow.Table.to_pandas``."""
-    pool = kwargs.pop("pool", None)
     table = read_table(
-        source, columns=columns, memory_map=memory_map, use_threads=use_threads, pool=pool
+        source,
+        columns=columns,
+        memory_map=memory_map,
+        use_threads=use_threads,
+        pool=kwargs.pop("pool", None),
+        filesystem=kwargs.pop("filesystem", None),
+        storage_options=kwargs.pop("storage_options", None),
     )
     return table.to_pandas(use_threads=use_threads, **kwargs)
 

@@ -90,7 +90,8 @@ def write_to_dataset(
     of ``write_table`` (``compression``, ``row_group_size``, ...), or ``write_dataset``'s
     ``max_open_files``, ``max_rows_per_file``, ``max_pending_bytes``, ``threads``, ``fsync``
     and ``pool``.
-    ``filesystem`` is not supported yet: pass a local path.
+    ``root_path`` may be a path of ``filesystem`` (any pyarrow or fsspec filesystem), a URI
+    pyarrow or fsspec resolve, or an object store URL with ``storage_options``.
     """
     metadata_collector = kwargs.pop("metadata_collector", None)
     if partition_cols is not None and partitioning is not None:
@@ -105,7 +106,8 @@ def write_to_dataset(
     if (file_visitor is not None or metadata_collector is not None) and _fs.is_store_url(root_path):
         raise NotImplementedError(
             "file_visitor and metadata_collector read each file's footer back, which is done "
-            "for local paths only; write to the store without them"
+            "for local paths and filesystem objects; write to the store's URL without them, "
+            "or pass pyarrow's S3FileSystem as filesystem="
         )
     if schema is not None:
         import pyarrow as pa
@@ -131,9 +133,14 @@ def write_to_dataset(
         return
     import pyarrow.parquet as pq
 
+    if isinstance(root_path, _fs.FileSystemPath):
+        fs: Any = root_path.adapter.filesystem
+        root = root_path.adapter.root + str(root_path.keys)
+    else:
+        fs, root = None, os.fspath(root_path)
     for f in written:
-        metadata = pq.read_metadata(f["path"])
-        metadata.set_file_path(os.path.relpath(f["path"], root_path).replace(os.sep, "/"))
+        metadata = pq.read_metadata(f["path"], filesystem=fs)
+        metadata.set_file_path(os.path.relpath(f["path"], root).replace(os.sep, "/"))
         if metadata_collector is not None:
             metadata_collector.append(metadata)
         else:
@@ -193,17 +200,23 @@ def read_table(
     with pooled contexts. ``row_groups`` and ``max_page_size`` apply to a single file.
 
     ``source`` may be an object store URL ("s3://bucket/key" or a prefix), or a list of them,
-    with ``storage_options`` as ``zstdpool.dataset.dataset`` takes them; ``filesystem`` a
-    pyarrow or fsspec local filesystem.
+    with ``storage_options`` as ``zstdpool.dataset.dataset`` takes them, or a path of
+    ``filesystem`` (any pyarrow or fsspec filesystem), or a URI pyarrow or fsspec resolve.
     """
     source, storage_options = _fs.resolve(source, filesystem, storage_options, "source")
     n = threads if threads is not None else (None if use_threads else 1)
     cols = list(columns) if columns is not None else None
-    remote = _fs.is_store_url(source) or (
-        isinstance(source, list) and any(_fs.is_store_url(s) for s in source)
+    remote = (
+        _fs.is_store_url(source)
+        or isinstance(source, _fs.FileSystemPath)
+        or (isinstance(source, list) and any(_fs.is_store_url(s) for s in source))
     )
     if remote and row_groups is not None:
-        raise NotImplementedError("row_groups: a file of an object store is read whole")
+        raise NotImplementedError(
+            "row_groups: a source of an object store or a filesystem object is read as a "
+            "dataset, whole; open it with ParquetFile(source, filesystem=...) and read its "
+            "row groups there"
+        )
     if (
         remote
         or _is_dataset_source(source)

@@ -343,7 +343,7 @@ def test_empty_and_missing_directories(tmp_path: Path) -> None:
     assert ds.schema == pds.dataset(tmp_path).schema
     with pytest.raises(FileNotFoundError):
         zd.dataset(tmp_path / "nope")
-    with pytest.raises(NotImplementedError, match="filesystem"):
+    with pytest.raises(TypeError, match="filesystem must be a pyarrow.fs.FileSystem"):
         zd.dataset(tmp_path, filesystem=object())
 
 
