@@ -25,7 +25,7 @@ import zstdpool.parquet as zpq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from .conftest import MotoServer, keys
+from .conftest import MotoServer, Proxy, keys
 from .test_store_datasets import by_id, pyarrow_fs, table
 
 fsspec = pytest.importorskip("fsspec")
@@ -254,7 +254,9 @@ def test_large_files_go_in_parts_and_are_read_by_ranges(mem: Any) -> None:
     assert files(fs, root) == ["big.parquet"]
 
 
-def test_s3_filesystem_objects_through_their_own_api(moto: MotoServer, bucket: str) -> None:
+def test_s3_filesystem_objects_through_their_own_api(
+    moto: MotoServer, bucket: str, proxy: Proxy
+) -> None:
     s3 = pyarrow_fs(moto.endpoint)
     t = table(2000, 4)
     written = zd.write_dataset(t, f"{bucket}/ds", partitioning=["part"], filesystem=s3)
@@ -270,6 +272,10 @@ def test_s3_filesystem_objects_through_their_own_api(moto: MotoServer, bucket: s
     assert pq.read_table(f"{bucket}/one.parquet", filesystem=s3).equals(TABLE)
     with pytest.raises(FileNotFoundError, match="nothing.parquet"):
         zpq.read_table(f"{bucket}/nothing.parquet", filesystem=s3)
+    # Through the test proxy too, which passes a HEAD's length on (pyarrow sizes objects by it).
+    proxied = pyarrow_fs(proxy.endpoint)
+    assert zpq.read_table(f"{bucket}/one.parquet", filesystem=proxied).equals(TABLE)
+    assert by_id(zd.dataset(f"{bucket}/ds", filesystem=proxied).to_table()).equals(by_id(t))
 
 
 def test_bad_filesystems_and_uris_are_named(mem: Any, tmp_path: Any) -> None:

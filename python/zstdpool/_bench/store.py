@@ -153,20 +153,52 @@ def _zstdpool(case: StoreCase) -> Callable[[ExitStack], Timed]:
     return setup
 
 
+def _s3_filesystem(case: StoreCase) -> Any:
+    """pyarrow's S3 filesystem on the case's endpoint."""
+    import pyarrow.fs as pafs
+
+    from zstdpool._bench import s3server
+
+    return pafs.S3FileSystem(
+        endpoint_override=_endpoint(case.delay),
+        scheme="http",
+        access_key=s3server.KEY,
+        secret_key=s3server.SECRET,
+        region=s3server.REGION,
+    )
+
+
+def _zstdpool_filesystem(case: StoreCase) -> Callable[[ExitStack], Timed]:
+    """zstdpool given pyarrow's S3 filesystem as ``filesystem=``: its requests are that
+    filesystem's, each call made with the GIL, where a URL's are made from Rust."""
+
+    def setup(stack: ExitStack) -> Timed:
+        import zstdpool.dataset as zd
+
+        fs = _s3_filesystem(case)
+        if case.op == "read":
+            prefix, _, _ = _written(case.rows, case.partitions)
+            path = f"{_bucket()}/{prefix}"
+            return lambda: zd.dataset(path, filesystem=fs).to_table()
+        table = partitioned_table(case.rows, case.partitions)
+        path = f"{_bucket()}/zstdpool-fs-{case.delay}"
+        return lambda: zd.write_dataset(
+            table,
+            path,
+            partitioning=["partition_key"],
+            level=LEVEL,
+            existing_data_behavior="overwrite_or_ignore",
+            filesystem=fs,
+        )
+
+    return setup
+
+
 def _pyarrow(case: StoreCase) -> Callable[[ExitStack], Timed]:
     def setup(stack: ExitStack) -> Timed:
         import pyarrow.dataset as ds
-        import pyarrow.fs as pafs
 
-        from zstdpool._bench import s3server
-
-        fs = pafs.S3FileSystem(
-            endpoint_override=_endpoint(case.delay),
-            scheme="http",
-            access_key=s3server.KEY,
-            secret_key=s3server.SECRET,
-            region=s3server.REGION,
-        )
+        fs = _s3_filesystem(case)
         if case.op == "read":
             prefix, _, _ = _written(case.rows, case.partitions)
             path = f"{_bucket()}/{prefix}"
@@ -268,6 +300,12 @@ def store_workload(case: StoreCase) -> Workload:
         ),
         contenders=(
             Contender("zstdpool", _zstdpool(case), functools.partial(check, case), requires=req),
+            Contender(
+                "zstdpool (filesystem=S3FileSystem)",
+                _zstdpool_filesystem(case),
+                functools.partial(check, case),
+                requires=(*req, "pyarrow"),
+            ),
             Contender(
                 "pyarrow (S3FileSystem)",
                 _pyarrow(case),
