@@ -5,6 +5,12 @@ use zstd_safe::{CCtx, CParameter, DCtx, DParameter, ResetDirective, WriteBuf};
 
 use std::sync::Arc;
 
+mod advanced;
+mod stream;
+
+pub use advanced::{compression_bounds, decompression_bounds, Advanced, PARAMETERS};
+pub use stream::Flush;
+
 use crate::dict::{PreparedC, PreparedD, ZstdDict};
 use crate::error::{zstd_error_name, Error, Result};
 use crate::output::{Output, OutputTail};
@@ -40,6 +46,8 @@ pub struct CompressParams {
     /// Record the dictionary's id in frames written with one (zstd's default), so that a
     /// reader can tell which dictionary a frame needs.
     pub write_dict_id: bool,
+    /// zstd's other parameters, as `compression.zstd`'s options set them.
+    pub advanced: Advanced,
 }
 
 impl CompressParams {
@@ -50,6 +58,7 @@ impl CompressParams {
             checksum: false,
             window_log: 0,
             write_dict_id: true,
+            advanced: Advanced::EMPTY,
         }
     }
 
@@ -124,6 +133,9 @@ pub struct Compressor {
     scratch: Vec<u8>,
     /// The prepared dictionary the context references, kept alive while it does.
     dict: Option<Arc<PreparedC>>,
+    /// The dictionary whose content is the prefix of the frame in progress, kept alive while
+    /// the context may read it.
+    prefix: Option<Arc<ZstdDict>>,
 }
 
 // SAFETY-free: CCtx is Send; Compressor holds nothing else that is tied to a thread.
@@ -148,11 +160,13 @@ impl Compressor {
             cctx.set_parameter(CParameter::DictIdFlag(false))
                 .map_err(|c| zstd_err("setting the dictionary id flag", c))?;
         }
+        params.advanced.apply(&mut cctx)?;
         Ok(Compressor {
             cctx,
             params,
             scratch: Vec::new(),
             dict: None,
+            prefix: None,
         })
     }
 
@@ -178,13 +192,30 @@ impl Compressor {
         Ok(())
     }
 
-    /// Back to compressing without a dictionary.
+    /// Compresses the next frame with `dict`'s content as its prefix (zstd's
+    /// `ZSTD_CCtx_refPrefix`): the frame records no dictionary id, and its reader must be given
+    /// the same prefix. zstd forgets the prefix when the frame ends; the reference to the
+    /// content is kept until the context goes back to its pool.
+    pub fn use_prefix(&mut self, dict: &Arc<ZstdDict>) -> Result<()> {
+        self.drop_dict()?;
+        // SAFETY: `self.prefix` keeps the content alive, and `drop_dict` (on the way back to
+        // the pool, or before another dictionary) makes zstd forget it before it is let go.
+        let content: &'static [u8] = unsafe { &*std::ptr::from_ref(dict.content()) };
+        self.cctx
+            .ref_prefix(content)
+            .map_err(|c| zstd_err("referencing the prefix", c))?;
+        self.prefix = Some(dict.clone());
+        Ok(())
+    }
+
+    /// Back to compressing without a dictionary or prefix.
     fn drop_dict(&mut self) -> Result<()> {
-        if self.dict.is_some() {
+        if self.dict.is_some() || self.prefix.is_some() {
             self.cctx
                 .disable_dictionary()
                 .map_err(|c| zstd_err("dropping the dictionary", c))?;
             self.dict = None;
+            self.prefix = None;
         }
         Ok(())
     }
@@ -267,6 +298,9 @@ pub struct Decompressor {
     /// The dictionary the context references, kept alive while it does; its id is checked
     /// against each frame's before decompressing.
     dict: Option<(Arc<PreparedD>, u32, bool)>,
+    /// The dictionary whose content is the prefix of the frame in progress, as for
+    /// [`Compressor`].
+    prefix: Option<Arc<ZstdDict>>,
 }
 
 impl Decompressor {
@@ -283,7 +317,21 @@ impl Decompressor {
             dctx,
             params,
             dict: None,
+            prefix: None,
         })
+    }
+
+    /// Decompresses the next frame with `dict`'s content as its prefix (see
+    /// [`Compressor::use_prefix`]).
+    pub fn use_prefix(&mut self, dict: &Arc<ZstdDict>) -> Result<()> {
+        self.drop_dict()?;
+        // SAFETY: as in `Compressor::use_prefix`.
+        let content: &'static [u8] = unsafe { &*std::ptr::from_ref(dict.content()) };
+        self.dctx
+            .ref_prefix(content)
+            .map_err(|c| zstd_err("referencing the prefix", c))?;
+        self.prefix = Some(dict.clone());
+        Ok(())
     }
 
     /// Decompresses the next frames with `dict`, or with no dictionary. The reference lasts
@@ -309,11 +357,12 @@ impl Decompressor {
     }
 
     fn drop_dict(&mut self) -> Result<()> {
-        if self.dict.is_some() {
+        if self.dict.is_some() || self.prefix.is_some() {
             self.dctx
                 .disable_dictionary()
                 .map_err(|c| zstd_err("dropping the dictionary", c))?;
             self.dict = None;
+            self.prefix = None;
         }
         Ok(())
     }
@@ -515,6 +564,19 @@ pub fn frame_content_size(src: &[u8]) -> Result<ContentSize> {
             "corrupt zstd data: the input does not start with a valid zstd frame header".into(),
         )),
     }
+}
+
+/// The data size (None when not recorded) and the dictionary id (0 for none) in the header of
+/// the frame at the start of `src`; None when no whole frame header starts it.
+pub fn frame_header(src: &[u8]) -> Option<(Option<u64>, u32)> {
+    let size = zstd_safe::get_frame_content_size(src).ok()?;
+    let id = zstd_safe::get_dict_id_from_frame(src).map_or(0, |id| id.get());
+    Some((size, id))
+}
+
+/// The size of the whole frame at the start of `src`, or zstd's reason it has none.
+pub fn frame_size(src: &[u8]) -> std::result::Result<usize, &'static str> {
+    zstd_safe::find_frame_compressed_size(src).map_err(zstd_error_name)
 }
 
 /// Whether `src` is exactly one complete frame (and so its header's size is the whole output).

@@ -106,16 +106,11 @@ impl ZstdDict {
             )));
         }
         let has_magic = content[..4] == DICT_MAGIC.to_le_bytes();
+        // zstd reads content that starts with the magic number as a full dictionary whatever
+        // it is told (and `compression.zstd` gives such content its id with `is_raw=True`):
+        // it is one here too, checked as one.
+        let raw = raw && !has_magic;
         let id = if raw {
-            // zstd reads content that starts with the magic number as a full dictionary
-            // whatever it is told; the safe bindings offer no way to force raw content.
-            if has_magic {
-                return Err(Error::Parameter(
-                    "raw zstd dictionary content cannot start with the zstd dictionary magic \
-                     number (0xEC30A437): pass it with is_raw=False"
-                        .into(),
-                ));
-            }
             0
         } else {
             if !has_magic {
