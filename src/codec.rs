@@ -37,6 +37,7 @@ fn compress_params(
         checksum,
         window_log: params::window_log("window_log", window_log).or_raise()?,
         write_dict_id,
+        advanced: Default::default(),
     };
     params.validate().or_raise()?;
     Ok(params)

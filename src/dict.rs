@@ -35,10 +35,13 @@ impl PyZstdDict {
 }
 
 /// The bytes of a dictionary given as bytes-like content, or as a dictionary object of
-/// `compression.zstd` (`dict_content`), python-zstandard (`as_bytes()`) or zstdpool.
+/// `compression.zstd` (`dict_content`) or python-zstandard (`as_bytes()`).
 fn content_of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
-    if let Ok(ours) = obj.cast::<PyZstdDict>() {
-        return Ok(PyBytes::new(obj.py(), ours.get().dict.content()).into_any());
+    if obj.cast::<PyZstdDict>().is_ok() {
+        // As `compression.zstd` refuses it (the two types are one): there is nothing to make.
+        return Err(crate::errors::wrong_type(
+            "content is a ZstdDict already: use it as it is, or pass its dict_content",
+        ));
     }
     if ByteView::new(obj, "content").is_ok() {
         return Ok(obj.clone());
@@ -93,6 +96,44 @@ impl PyZstdDict {
         self.dict.content().len()
     }
 
+    /// `(self, 0)`: the dictionary, loaded prepared (`compression.zstd`'s form for a
+    /// `zstd_dict=` argument; zstdpool loads every form so).
+    #[getter]
+    fn as_digested_dict<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            slf.py(),
+            [
+                slf.clone().into_any(),
+                0i32.into_pyobject(slf.py())?.into_any(),
+            ],
+        )
+    }
+
+    /// `(self, 1)`: the dictionary loaded as its content (`compression.zstd`'s form).
+    #[getter]
+    fn as_undigested_dict<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            slf.py(),
+            [
+                slf.clone().into_any(),
+                1i32.into_pyobject(slf.py())?.into_any(),
+            ],
+        )
+    }
+
+    /// `(self, 2)`: the dictionary as a prefix of one frame (`compression.zstd`'s form;
+    /// refused by zstdpool.zstd's compressors and decompressors).
+    #[getter]
+    fn as_prefix<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(
+            slf.py(),
+            [
+                slf.clone().into_any(),
+                2i32.into_pyobject(slf.py())?.into_any(),
+            ],
+        )
+    }
+
     /// `ZstdDict(content)` or, for raw content, `functools.partial(ZstdDict,
     /// is_raw=True)(content)`: the prepared forms are made again where it is unpickled.
     fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
@@ -112,11 +153,11 @@ impl PyZstdDict {
     }
 
     fn __repr__(&self) -> String {
+        // `compression.zstd`'s form, as the two are one type.
         format!(
-            "<zstdpool.ZstdDict dict_id={} size={}{}>",
+            "<ZstdDict dict_id={} dict_size={}>",
             self.dict.id(),
-            self.dict.content().len(),
-            if self.dict.is_raw() { " raw" } else { "" }
+            self.dict.content().len()
         )
     }
 }

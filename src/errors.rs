@@ -25,6 +25,7 @@ pyo3::import_exception!(zstdpool.errors, ParameterError);
 pyo3::import_exception!(zstdpool.errors, ParquetDecompressionError);
 pyo3::import_exception!(zstdpool.errors, ParquetError);
 pyo3::import_exception!(zstdpool.errors, ParquetOutputLimitError);
+pyo3::import_exception!(zstdpool.errors, ZstdError);
 
 /// The exception for a core error.
 pub fn from_core(err: Error) -> PyErr {
@@ -151,6 +152,17 @@ pub fn cannot_pickle(what: &str, why: &str) -> PyErr {
 /// for bad arguments: values of the right kind that are out of range are `ParameterError`s).
 pub fn wrong_type(msg: impl Into<String>) -> PyErr {
     PyTypeError::new_err(msg.into())
+}
+
+/// zstd's own refusal, where `compression.zstd` raises its `ZstdError` (a parameter's value
+/// out of zstd's bounds).
+pub fn zstd(msg: impl Into<String>) -> PyErr {
+    ZstdError::new_err(msg.into())
+}
+
+/// A streaming decompressor called again after the end of its frame.
+pub fn eof(msg: impl Into<String>) -> PyErr {
+    pyo3::exceptions::PyEOFError::new_err(msg.into())
 }
 
 /// A value of the right kind that is out of range, or that contradicts another argument.

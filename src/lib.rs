@@ -24,6 +24,7 @@ mod pool;
 mod sink;
 mod source;
 mod store;
+mod zstd;
 
 use pyo3::prelude::*;
 
@@ -84,6 +85,12 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dataset::_check_dataset_options, m)?)?;
     m.add_function(wrap_pyfunction!(store::_store_list, m)?)?;
     m.add_function(wrap_pyfunction!(store::_store_delete, m)?)?;
+    m.add_class::<zstd::PyZstdCompressor>()?;
+    m.add_class::<zstd::PyZstdDecompressor>()?;
+    m.add_function(wrap_pyfunction!(zstd::_compression_bounds, m)?)?;
+    m.add_function(wrap_pyfunction!(zstd::_decompression_bounds, m)?)?;
+    m.add_function(wrap_pyfunction!(zstd::_frame_info, m)?)?;
+    m.add_function(wrap_pyfunction!(zstd::_frame_size, m)?)?;
     Ok(())
 }
 

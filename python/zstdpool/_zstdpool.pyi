@@ -11,7 +11,17 @@ import os
 import pathlib
 from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
-from typing import Any, Literal, Protocol, TypedDict, final, type_check_only
+from typing import (
+    Any,
+    ClassVar,
+    Literal,
+    NoReturn,
+    Protocol,
+    TypeAlias,
+    TypedDict,
+    final,
+    type_check_only,
+)
 
 import pyarrow as pa
 from typing_extensions import Buffer, CapsuleType, Self, Unpack, disjoint_base
@@ -43,6 +53,12 @@ __all__ = [
     "_check_dataset_options",
     "_store_delete",
     "_store_list",
+    "_compression_bounds",
+    "_decompression_bounds",
+    "_frame_info",
+    "_frame_size",
+    "ZstdCompressor",
+    "ZstdDecompressor",
     "compress",
     "compress_many",
     "compressor",
@@ -296,7 +312,61 @@ class ZstdDict:
     def is_raw(self) -> bool: ...
     def __len__(self) -> int: ...
     def __reduce__(self) -> tuple[Any, tuple[bytes]]: ...
+    @property
+    def as_digested_dict(self) -> tuple[ZstdDict, int]: ...
+    @property
+    def as_undigested_dict(self) -> tuple[ZstdDict, int]: ...
+    @property
+    def as_prefix(self) -> tuple[ZstdDict, int]: ...
 
+_ZstdDictArg: TypeAlias = ZstdDict | tuple[ZstdDict, int]  # noqa: PYI047
+
+@disjoint_base
+class ZstdCompressor:
+    """``compression.zstd.ZstdCompressor`` on the pool (see ``zstdpool.zstd``)."""
+
+    CONTINUE: ClassVar[int]
+    FLUSH_BLOCK: ClassVar[int]
+    FLUSH_FRAME: ClassVar[int]
+    def __new__(
+        cls,
+        level: int | None = None,
+        options: dict[int, int] | None = None,
+        zstd_dict: _ZstdDictArg | None = None,
+        *,
+        pool: ContextPool | None = None,
+    ) -> Self: ...
+    def compress(self, data: Buffer, mode: int = 0) -> bytes: ...
+    def flush(self, mode: int = 2) -> bytes: ...
+    def set_pledged_input_size(self, size: int | None) -> None: ...
+    @property
+    def last_mode(self) -> int: ...
+    def __reduce__(self) -> NoReturn: ...
+
+@disjoint_base
+class ZstdDecompressor:
+    """``compression.zstd.ZstdDecompressor`` on the pool (see ``zstdpool.zstd``)."""
+
+    def __new__(
+        cls,
+        zstd_dict: _ZstdDictArg | None = None,
+        options: dict[int, int] | None = None,
+        *,
+        pool: ContextPool | None = None,
+    ) -> Self: ...
+    def decompress(self, data: Buffer, max_length: int = -1) -> bytes: ...
+    @property
+    def eof(self) -> bool: ...
+    @property
+    def needs_input(self) -> bool: ...
+    @property
+    def unused_data(self) -> bytes: ...
+    def __reduce__(self) -> NoReturn: ...
+
+def _compression_bounds(id: int) -> tuple[int, int]: ...
+def _decompression_bounds(id: int) -> tuple[int, int]: ...
+def _frame_info(frame_buffer: Buffer) -> tuple[int | None, int]: ...
+def _frame_size(frame_buffer: Buffer) -> int: ...
 def train_dict(samples: Iterable[Buffer], dict_size: int) -> ZstdDict: ...
 def finalize_dict(
     zstd_dict: ZstdDict, /, samples: Iterable[Buffer], dict_size: int, level: int

@@ -1,0 +1,313 @@
+"""zstdpool.zstd's compressor and decompressor objects: round trips in every mode, frames
+read by compression.zstd (or backports.zstd) and python-zstandard and theirs read here, the
+pool's accounting after short-lived, abandoned and failed objects, hostile frames,
+``max_length``, options, and threads sharing an object."""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import threading
+
+import pytest
+import zstdpool
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from zstdpool import zstd
+
+if sys.version_info >= (3, 14):
+    from compression import zstd as peer
+else:
+    peer = pytest.importorskip("backports.zstd")
+
+DATA = b"".join(b"line %d of the data, some of it repeated\n" % (i % 500) for i in range(20000))
+
+
+def test_one_shot_frames_are_read_by_the_peers_and_theirs_here() -> None:
+    ours = zstd.compress(DATA, level=5)
+    assert peer.decompress(ours) == DATA
+    assert zstd.decompress(peer.compress(DATA, level=5)) == DATA
+    zstandard = pytest.importorskip("zstandard")
+    assert zstandard.ZstdDecompressor().decompress(ours) == DATA
+    framed = zstandard.ZstdCompressor(level=3).compress(DATA)
+    assert zstd.decompress(framed) == DATA
+    # With its size in the header, as compression.zstd writes it.
+    assert zstd.get_frame_info(ours).decompressed_size == len(DATA)
+    assert zstd.get_frame_size(ours + b"tail") == len(ours)
+
+
+@pytest.mark.parametrize(
+    "modes",
+    [
+        [zstd.ZstdCompressor.CONTINUE],
+        [zstd.ZstdCompressor.FLUSH_BLOCK],
+        [zstd.ZstdCompressor.CONTINUE, zstd.ZstdCompressor.FLUSH_BLOCK],
+        [zstd.ZstdCompressor.FLUSH_FRAME],
+    ],
+)
+def test_every_mode_round_trips(modes: list[int]) -> None:
+    c = zstd.ZstdCompressor(level=3)
+    out = []
+    for i in range(0, len(DATA), 70000):
+        mode = modes[(i // 70000) % len(modes)]
+        out.append(c.compress(DATA[i : i + 70000], mode))
+        assert c.last_mode == mode
+        if mode == zstd.ZstdCompressor.FLUSH_BLOCK:
+            # Everything taken so far can be read now.
+            got = zstd.ZstdDecompressor().decompress(b"".join(out))
+            assert got == DATA[: i + 70000][: len(got)] and len(got) == min(i + 70000, len(DATA))
+    out.append(c.flush())
+    assert c.last_mode == zstd.ZstdCompressor.FLUSH_FRAME
+    framed = b"".join(out)
+    assert zstd.decompress(framed) == DATA
+    assert peer.decompress(framed) == DATA
+
+
+def test_frames_in_a_row_and_skippable_frames() -> None:
+    c = zstd.ZstdCompressor()
+    one = c.compress(b"first", zstd.ZstdCompressor.FLUSH_FRAME)
+    two = c.compress(b"second", zstd.ZstdCompressor.FLUSH_FRAME)
+    skippable = (0x184D2A50).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
+    assert zstd.decompress(one + skippable + two) == b"firstsecond"
+    d = zstd.ZstdDecompressor()
+    assert d.decompress(one + two) == b"first"
+    assert d.eof and not d.needs_input and d.unused_data == two
+    with pytest.raises(EOFError, match="Already at the end"):
+        d.decompress(b"")
+
+
+def test_max_length_bounds_each_call() -> None:
+    frame = zstd.compress(DATA)
+    d = zstd.ZstdDecompressor()
+    got = [d.decompress(frame, 1000)]
+    assert len(got[0]) == 1000 and not d.needs_input and not d.eof
+    while not d.eof:
+        part = d.decompress(b"", 4096)
+        assert len(part) <= 4096
+        got.append(part)
+    assert b"".join(got) == DATA and d.unused_data == b""
+    # A frame fed a byte at a time.
+    d = zstd.ZstdDecompressor()
+    out = b"".join(d.decompress(frame[i : i + 1]) for i in range(len(frame)))
+    assert out == DATA and d.eof
+    assert zstd.ZstdDecompressor().decompress(frame, 0) == b""
+
+
+def test_hostile_frames_raise_zstd_errors() -> None:
+    frame = zstd.compress(DATA)
+    with pytest.raises(zstd.ZstdError):
+        zstd.decompress(frame[:-5])
+    with pytest.raises(zstd.ZstdError):
+        zstd.decompress(b"\x28\xb5\x2f\xfd" + b"\xff" * 40)
+    corrupt = bytearray(frame)
+    corrupt[len(corrupt) // 2] ^= 0xFF
+    with pytest.raises(zstd.ZstdError):
+        zstd.decompress(bytes(corrupt))
+    # A frame that claims a huge window is refused by window_log_max.
+    # (Streamed, so that the size is unknown and zstd keeps the window asked for.)
+    c = zstd.ZstdCompressor(options={zstd.CompressionParameter.window_log: 27})
+    big_window = c.compress(DATA) + c.flush()
+    assert zstd.decompress(big_window) == DATA
+    with pytest.raises(zstd.ZstdError):
+        zstd.decompress(big_window, options={zstd.DecompressionParameter.window_log_max: 20})
+    with pytest.raises(zstd.ZstdError, match="header"):
+        zstd.get_frame_info(b"\x00\x01")
+
+
+def test_short_lived_objects_reuse_pooled_contexts() -> None:
+    pool = zstdpool.ContextPool()
+    for i in range(1000):
+        c = zstd.ZstdCompressor(level=4, pool=pool)
+        frame = c.compress(b"message %d" % i) + c.flush()
+        d = zstd.ZstdDecompressor(pool=pool)
+        assert d.decompress(frame) == b"message %d" % i
+    stats = pool.stats()
+    assert stats["created"] <= 2 and stats["leased"] == 0
+    # Abandoned mid-frame, and failed: their contexts come back.
+    c = zstd.ZstdCompressor(level=4, pool=pool)
+    c.compress(DATA[:1000])
+    d = zstd.ZstdDecompressor(pool=pool)
+    d.decompress(zstd.compress(DATA)[:100])
+    assert pool.stats()["leased"] == 2
+    del c, d
+    gc.collect()
+    assert pool.stats()["leased"] == 0
+    d = zstd.ZstdDecompressor(pool=pool)
+    with pytest.raises(zstd.ZstdError):
+        d.decompress(b"\x28\xb5\x2f\xfd" + b"\xff" * 40)
+    assert pool.stats()["leased"] == 0
+    # A compressor that ended its frame holds nothing between frames.
+    c = zstd.ZstdCompressor(pool=pool)
+    c.compress(b"x", zstd.ZstdCompressor.FLUSH_FRAME)
+    assert pool.stats()["leased"] == 0
+
+
+def test_options_key_the_pool_and_change_the_frames() -> None:
+    pool = zstdpool.ContextPool()
+    p = zstd.CompressionParameter
+    checked = zstd.ZstdCompressor(options={p.checksum_flag: 1, p.compression_level: 6}, pool=pool)
+    frame = checked.compress(DATA, zstd.ZstdCompressor.FLUSH_FRAME)
+    assert frame != zstd.compress(DATA, level=6)
+    assert peer.decompress(frame) == DATA
+    for option, value in [
+        (p.strategy, zstd.Strategy.btlazy2),
+        (p.hash_log, 20),
+        (p.enable_long_distance_matching, 1),
+        (p.content_size_flag, 0),
+        (p.dict_id_flag, 0),
+    ]:
+        f = zstd.compress(DATA, options={option: value})
+        assert zstd.decompress(f) == DATA
+    assert zstd.get_frame_info(zstd.compress(DATA, options={p.content_size_flag: 0})) == (None, 0)
+    lo, hi = p.compression_level.bounds()
+    assert lo < 0 < hi
+    with pytest.raises(
+        ValueError,
+        match=r"'window_log' received an illegal value 99; the valid range is \[10, 31\]",
+    ):
+        zstd.ZstdCompressor(options={p.window_log: 99})
+    with pytest.raises(TypeError, match="Only one of level or options"):
+        zstd.ZstdCompressor(level=3, options={})
+    with pytest.raises(TypeError, match="DecompressionParameter"):
+        zstd.ZstdCompressor(options={zstd.DecompressionParameter.window_log_max: 20})
+    with pytest.raises(ValueError, match="mode argument wrong value"):
+        zstd.ZstdCompressor().compress(b"", 7)
+
+
+@pytest.mark.skipif(zstd.CompressionParameter.nb_workers.bounds() == (0, 0), reason="no zstdmt")
+def test_worker_threads_compress_and_are_pooled() -> None:
+    pool = zstdpool.ContextPool()
+    big = os.urandom(1 << 20) + DATA * 4
+    opts = {zstd.CompressionParameter.nb_workers: 2}
+    for _ in range(3):
+        c = zstd.ZstdCompressor(options=opts, pool=pool)
+        frame = c.compress(big) + c.flush()
+        assert peer.decompress(frame) == big
+    assert pool.stats()["created"] == 1 and pool.stats()["leased"] == 0
+
+
+def test_dictionaries() -> None:
+    samples = [b"record %d: name=%d kind=a" % (i, i * 7) for i in range(2000)]
+    d = zstd.train_dict(samples, 4096)
+    assert isinstance(d, zstdpool.ZstdDict) and d is not None
+    for form in (d, d.as_digested_dict, d.as_undigested_dict):
+        frame = zstd.compress(samples[5], zstd_dict=form)
+        assert zstd.get_frame_info(frame).dictionary_id == d.dict_id
+        assert zstd.decompress(frame, zstd_dict=d) == samples[5]
+        assert peer.decompress(frame, zstd_dict=peer.ZstdDict(d.dict_content)) == samples[5]
+    # A prefix: no id in the frame, and the reader needs the same prefix (theirs too).
+    frame = zstd.compress(samples[7], zstd_dict=d.as_prefix)
+    assert zstd.get_frame_info(frame).dictionary_id == 0
+    assert zstd.decompress(frame, zstd_dict=d.as_prefix) == samples[7]
+    theirs = peer.ZstdDict(d.dict_content)
+    assert peer.decompress(frame, zstd_dict=theirs.as_prefix) == samples[7]
+    assert (
+        zstd.decompress(
+            peer.compress(samples[8], zstd_dict=theirs.as_prefix), zstd_dict=d.as_prefix
+        )
+        == samples[8]
+    )
+    with pytest.raises(zstd.ZstdError):
+        zstd.decompress(frame)
+    # The prefix is for one frame: the pooled context's next frame is written without it.
+    pool = zstdpool.ContextPool()
+    c = zstd.ZstdCompressor(zstd_dict=d.as_prefix, pool=pool)
+    c.compress(samples[9], zstd.ZstdCompressor.FLUSH_FRAME)
+    plain = zstd.ZstdCompressor(pool=pool).compress(samples[9], zstd.ZstdCompressor.FLUSH_FRAME)
+    assert pool.stats()["created"] == 1
+    assert peer.decompress(plain) == samples[9]
+    with pytest.raises(TypeError, match="ZstdDict"):
+        zstd.ZstdCompressor(zstd_dict=b"not a dict")
+
+
+def test_pledged_sizes_are_written_and_checked() -> None:
+    c = zstd.ZstdCompressor()
+    c.set_pledged_input_size(len(DATA))
+    frame = c.compress(DATA) + c.flush()
+    assert zstd.get_frame_info(frame).decompressed_size == len(DATA)
+    # Given whole with FLUSH_FRAME, zstd writes the size it is given (as compression.zstd).
+    c.set_pledged_input_size(10)
+    frame = c.compress(b"x" * 11, zstd.ZstdCompressor.FLUSH_FRAME)
+    assert zstd.get_frame_info(frame).decompressed_size == 11
+    # Given in pieces, the pledge is checked; the frame is abandoned and the next one is whole.
+    c.set_pledged_input_size(10)
+    with pytest.raises(zstd.ZstdError, match="Src size is incorrect"):
+        c.compress(b"x" * 11)
+    assert c.last_mode == zstd.ZstdCompressor.FLUSH_FRAME
+    assert zstd.decompress(c.compress(b"ok", zstd.ZstdCompressor.FLUSH_FRAME)) == b"ok"
+    c.compress(b"abc")
+    with pytest.raises(ValueError, match="last_mode == FLUSH_FRAME"):
+        c.set_pledged_input_size(5)
+
+
+def test_threads_share_one_compressor_in_turn() -> None:
+    """Calls from several threads are serialized: each thread's FLUSH_FRAME call is a whole
+    frame."""
+    c = zstd.ZstdCompressor()
+    frames: list[bytes] = []
+    lock = threading.Lock()
+
+    def work(n: int) -> None:
+        for i in range(50):
+            f = c.compress(b"thread %d message %d" % (n, i), zstd.ZstdCompressor.FLUSH_FRAME)
+            with lock:
+                frames.append(f)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    got = sorted(zstd.decompress(f) for f in frames)
+    assert got == sorted(b"thread %d message %d" % (n, i) for n in range(4) for i in range(50))
+
+
+def test_threads_use_the_module_functions_at_once() -> None:
+    """The module functions hold no lock while zstd runs: threads call them together (at
+    once on a free-threaded build), each gets its own data back, and no lease is left."""
+    pool_before = zstdpool.pool_stats()["leased"]
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def work(n: int) -> None:
+        try:
+            start.wait()
+            for i in range(200):
+                data = DATA[i * 97 : i * 97 + 4000 + n] + b"%d/%d" % (n, i)
+                frame = zstd.compress(data, level=1 + (i % 5))
+                assert zstd.decompress(frame) == data
+                assert peer.decompress(frame) == data
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert zstdpool.pool_stats()["leased"] == pool_before
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    pieces=st.lists(st.binary(max_size=5000), max_size=8),
+    modes=st.lists(st.sampled_from([0, 1]), min_size=1, max_size=4),
+    limit=st.integers(min_value=1, max_value=7000),
+    level=st.integers(min_value=-5, max_value=9),
+)
+def test_any_chunking_reads_back_as_written(
+    pieces: list[bytes], modes: list[int], limit: int, level: int
+) -> None:
+    c = zstd.ZstdCompressor(level=level)
+    frame = b"".join(c.compress(p, modes[i % len(modes)]) for i, p in enumerate(pieces))
+    frame += c.flush()
+    data = b"".join(pieces)
+    assert peer.decompress(frame) == data
+    d = zstd.ZstdDecompressor()
+    out = [d.decompress(frame, limit)]
+    while not d.eof:
+        out.append(d.decompress(b"", limit))
+        assert len(out[-1]) <= limit
+    assert b"".join(out) == data
