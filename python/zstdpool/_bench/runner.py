@@ -44,6 +44,7 @@ WORKLOAD_MODULES: list[str] = [
     "zstdpool._bench.store",
     "zstdpool._bench.paths",
     "zstdpool._bench.dask",
+    "zstdpool._bench.zstd_module",
 ]
 
 #: The timed thing: one call is one operation.
