@@ -14,6 +14,10 @@ use crate::output::OutputTail;
 /// (`ZSTD_CStreamOutSize`, a block and its header).
 const STEP: usize = (128 << 10) + 512;
 
+/// The most a streaming compression call reserves before zstd writes (its input's bound,
+/// up to this).
+const MAX_UPFRONT: usize = 64 << 20;
+
 /// How a streaming compressor's call ends (zstd's end directives).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flush {
@@ -45,6 +49,14 @@ impl Compressor {
             Flush::Frame => ZSTD_EndDirective::ZSTD_e_end,
         };
         let mut input = InBuffer::around(src);
+        // Room for all of this call's output at once (zstd's bound for the input, up to a
+        // cap), so that a large piece's output is not moved by the vector's growth on the
+        // way. The memory is only touched as zstd writes.
+        let bound = zstd_safe::compress_bound(src.len()).min(MAX_UPFRONT);
+        if out.capacity() - out.len() < bound {
+            out.try_reserve(bound)
+                .map_err(|_| Error::Memory(format!("{bound} bytes of compressed output")))?;
+        }
         loop {
             if out.capacity() - out.len() < STEP {
                 out.try_reserve(STEP).map_err(|_| {
