@@ -121,8 +121,8 @@ impl PyZstdDict {
         )
     }
 
-    /// `(self, 2)`: the dictionary as a prefix of one frame (`compression.zstd`'s form;
-    /// refused by zstdpool.zstd's compressors and decompressors).
+    /// `(self, 2)`: the dictionary's content as the prefix of one frame (`compression.zstd`'s
+    /// form): a compressor's first frame, or a decompressor's frame.
     #[getter]
     fn as_prefix<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(

@@ -216,6 +216,12 @@ fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, PyDict
                 k.set_item("checksum", p.checksum)?;
                 k.set_item("window_log", p.window_log)?;
                 k.set_item("write_dict_id", p.write_dict_id)?;
+                // zstdpool.zstd's other parameters (strategy, nb_workers, ...), where set.
+                let options = PyDict::new(py);
+                for (name, value) in p.advanced.named() {
+                    options.set_item(name, value)?;
+                }
+                k.set_item("options", options)?;
             }
             PoolKey::Decompress(p) => {
                 k.set_item("kind", "decompress")?;

@@ -268,6 +268,9 @@ struct CompressState {
     last_mode: i32,
     /// The size pledged for the next frame.
     pledged: Option<u64>,
+    /// A frame was started with the prefix: as in `compression.zstd`, a prefix serves the
+    /// compressor's first frame only.
+    prefix_spent: bool,
 }
 
 /// A streaming compressor (`compression.zstd.ZstdCompressor`): `compress(data, mode)` and
@@ -298,7 +301,12 @@ impl PyZstdCompressor {
                     return Ok(Vec::new());
                 }
                 let mut lease = self.pool.compressor(self.params)?;
-                DictUse::load_c(self.dict.as_ref(), &mut lease)?;
+                let dict = match &self.dict {
+                    Some(DictUse::Prefix(_)) if state.prefix_spent => None,
+                    other => other.as_ref(),
+                };
+                DictUse::load_c(dict, &mut lease)?;
+                state.prefix_spent = true;
                 if let Some(size) = state.pledged.take() {
                     lease.pledge(Some(size))?;
                 }
@@ -348,6 +356,7 @@ impl PyZstdCompressor {
                 lease: None,
                 last_mode: FLUSH_FRAME,
                 pledged: None,
+                prefix_spent: false,
             }),
         })
     }
@@ -454,8 +463,11 @@ impl PyZstdCompressor {
 /// What a decompressor holds between calls.
 struct DecompressState {
     lease: Option<Lease<Decompressor>>,
-    /// Input taken and not yet decompressed (a call stopped at `max_length`).
+    /// Input taken and not yet decompressed (a call stopped at `max_length`): the bytes of
+    /// `pending` from `pending_at` on. Calls that give no new input only move `pending_at`, so
+    /// draining a large input in small pieces does not copy what is left each time.
     pending: Vec<u8>,
+    pending_at: usize,
     eof: bool,
     needs_input: bool,
     /// What followed the frame's end.
@@ -491,6 +503,7 @@ impl PyZstdDecompressor {
             state: Mutex::new(DecompressState {
                 lease: None,
                 pending: Vec::new(),
+                pending_at: 0,
                 eof: false,
                 needs_input: true,
                 unused: Vec::new(),
@@ -518,14 +531,20 @@ impl PyZstdDecompressor {
             let state = &mut *state;
             let fresh = view.as_slice();
             // Input left over from the last call comes first.
-            let owned;
-            let src: &[u8] = if state.pending.is_empty() {
-                fresh
-            } else {
-                state.pending.extend_from_slice(fresh);
-                owned = std::mem::take(&mut state.pending);
-                &owned
-            };
+            let mut held = std::mem::take(&mut state.pending);
+            let mut at = std::mem::take(&mut state.pending_at);
+            if !held.is_empty() && !fresh.is_empty() {
+                held.drain(..at);
+                at = 0;
+                held.try_reserve(fresh.len()).map_err(|_| {
+                    errors::from_core(zstdpool_core::error::Error::Memory(format!(
+                        "{} bytes of pending input",
+                        held.len() + fresh.len()
+                    )))
+                })?;
+                held.extend_from_slice(fresh);
+            }
+            let src: &[u8] = if held.is_empty() { fresh } else { &held[at..] };
             let mut out = Vec::new();
             let mut pos = 0;
             let ended = {
@@ -556,7 +575,12 @@ impl PyZstdDecompressor {
                 state.needs_input = limit.is_none_or(|l| out.len() < l);
             } else {
                 state.needs_input = false;
-                state.pending = src[pos..].to_vec();
+                if held.is_empty() {
+                    state.pending = fresh[pos..].to_vec();
+                } else {
+                    state.pending_at = at + pos;
+                    state.pending = held;
+                }
             }
             Ok(out)
         })?;

@@ -73,7 +73,7 @@ impl CompressParams {
             )));
         }
         if self.window_log != 0 {
-            let (lo, hi) = (WINDOW_LOG_MIN, WINDOW_LOG_MAX);
+            let (lo, hi) = (WINDOW_LOG_MIN, ZSTD_WINDOW_LOG_MAX);
             if self.window_log < lo || self.window_log > hi {
                 return Err(Error::Parameter(format!(
                     "invalid window_log {}: it must be 0 (the level's default) or from {lo} to {hi}",
@@ -102,7 +102,7 @@ impl DecompressParams {
     /// Checks the parameters against what this zstd build accepts.
     pub fn validate(&self) -> Result<()> {
         if self.window_log_max != 0 {
-            let (lo, hi) = (WINDOW_LOG_MIN, WINDOW_LOG_MAX);
+            let (lo, hi) = (WINDOW_LOG_MIN, ZSTD_WINDOW_LOG_MAX);
             if self.window_log_max < lo || self.window_log_max > hi {
                 return Err(Error::Parameter(format!(
                     "invalid window_log_max {}: it must be 0 (zstd's default) or from {lo} to {hi}",
@@ -116,9 +116,12 @@ impl DecompressParams {
 
 /// The smallest window log zstd accepts.
 pub const WINDOW_LOG_MIN: u32 = 10;
-/// The largest window log offered: zstd's limit on 64-bit targets is 31, but that needs the
-/// experimental long-window mode on both sides, so 30 is the largest standard frames use.
+/// The largest window log the codec's arguments offer. zstd's limit on 64-bit targets is 31
+/// (a 2 GiB window, which readers refuse unless told to accept it), which zstdpool.zstd's
+/// options take, as `compression.zstd`'s do ([`ZSTD_WINDOW_LOG_MAX`]).
 pub const WINDOW_LOG_MAX: u32 = 30;
+/// zstd's own limit on 64-bit targets, which the parameters are checked against.
+pub const ZSTD_WINDOW_LOG_MAX: u32 = 31;
 
 fn zstd_err(what: &str, code: usize) -> Error {
     Error::Compress(format!("{what}: {}", zstd_error_name(code)))
@@ -136,6 +139,9 @@ pub struct Compressor {
     /// The dictionary whose content is the prefix of the frame in progress, kept alive while
     /// the context may read it.
     prefix: Option<Arc<ZstdDict>>,
+    /// A streaming call failed: the context is freed rather than reused (see
+    /// `compress_stream`).
+    stream_failed: bool,
 }
 
 // SAFETY-free: CCtx is Send; Compressor holds nothing else that is tied to a thread.
@@ -167,6 +173,7 @@ impl Compressor {
             scratch: Vec::new(),
             dict: None,
             prefix: None,
+            stream_failed: false,
         })
     }
 
@@ -273,6 +280,9 @@ impl Compressor {
     /// next frame equals a fresh context's) and frees scratch above `max_scratch`.
     /// Returns false when the context cannot be reused and should be freed.
     pub fn recycle(&mut self, max_scratch: usize) -> bool {
+        if self.stream_failed {
+            return false;
+        }
         if self.scratch.capacity() > max_scratch {
             self.scratch = Vec::new();
         } else {

@@ -143,6 +143,8 @@ class CompressKeyStats(TypedDict):
     #: 0: the level's default window.
     window_log: int
     write_dict_id: bool
+    #: zstd's other parameters set through zstdpool.zstd's ``options``, by name.
+    options: dict[str, int]
     idle: int
     bytes: int
 

@@ -26,10 +26,12 @@ What differs from ``compression.zstd``, on purpose (the README lists these too):
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import enum
 import io
 import os
-from typing import TYPE_CHECKING, Any, NamedTuple
+import sys
+from typing import TYPE_CHECKING, Any
 
 from zstdpool._zstdpool import ZSTD_VERSION as zstd_version
 from zstdpool._zstdpool import (
@@ -132,9 +134,10 @@ class Strategy(enum.IntEnum):
     btultra2 = 9
 
 
-class FrameInfo(NamedTuple):
+@dataclasses.dataclass(frozen=True, slots=True)
+class FrameInfo:
     """What a frame's header says: its data's size (None when it was not written) and the
-    id of the dictionary it needs (0 for none)."""
+    id of the dictionary it needs (0 for none). Read-only, as ``compression.zstd``'s."""
 
     decompressed_size: int | None
     dictionary_id: int
@@ -185,8 +188,8 @@ def decompress(
 
 #: What a reader reads from its file at a time: zstd's recommended input size.
 _READ_SIZE = 131075
-#: What a reader asks zstd for at a time.
-_BUFFER_SIZE = 128 * 1024
+#: zstd's recommended output size for a decompression call (ZSTD_DStreamOutSize): a block.
+_DSTREAM_OUT_SIZE = 128 * 1024
 
 _MODE_CLOSED, _MODE_READ, _MODE_WRITE = 0, 1, 2
 
@@ -220,6 +223,13 @@ class _FrameReader(io.RawIOBase):
             data = self._read(len(byte_view))
             byte_view[: len(data)] = data
         return len(data)
+
+    def readall(self) -> bytes:
+        # As large pieces as zstd gives (RawIOBase's would ask for 8 KiB at a time).
+        chunks = []
+        while data := self._read(sys.maxsize):
+            chunks.append(data)
+        return b"".join(chunks)
 
     def _read(self, size: int) -> bytes:
         """Up to ``size`` bytes: b"" at the end of the file, which may fall only between
@@ -413,7 +423,8 @@ class ZstdFile(io.BufferedIOBase):
         self._check_can_read()
         assert self._buffer is not None
         if size < 0:
-            size = io.DEFAULT_BUFFER_SIZE
+            # zstd's recommended output size, which holds a whole block (as compression.zstd).
+            size = _DSTREAM_OUT_SIZE
         return self._buffer.read1(size)
 
     def readinto(self, b: Any) -> int:

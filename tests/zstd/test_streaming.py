@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import os
+import random
 import sys
 import threading
 
@@ -150,16 +151,41 @@ def test_options_key_the_pool_and_change_the_frames() -> None:
     frame = checked.compress(DATA, zstd.ZstdCompressor.FLUSH_FRAME)
     assert frame != zstd.compress(DATA, level=6)
     assert peer.decompress(frame) == DATA
-    for option, value in [
-        (p.strategy, zstd.Strategy.btlazy2),
-        (p.hash_log, 20),
-        (p.enable_long_distance_matching, 1),
-        (p.content_size_flag, 0),
-        (p.dict_id_flag, 0),
+    # Each option does what it does in compression.zstd: with the same zstd (1.5.7 in both),
+    # the frames are the same bytes, and differ from the level's own.
+    same_zstd = peer.zstd_version_info == zstd.zstd_version_info
+    rng = random.Random(5)
+    varied = b"".join(
+        b"%d,%s,%d\n"
+        % (i, rng.choice([b"alpha", b"beta", b"gamma"]) * rng.randint(1, 3), rng.getrandbits(20))
+        for i in range(30000)
+    )
+    plain = zstd.compress(varied)
+    for options in [
+        {p.strategy: zstd.Strategy.btlazy2},
+        {p.hash_log: 12},
+        {p.strategy: zstd.Strategy.lazy2, p.chain_log: 12, p.search_log: 1},
+        {p.min_match: 7, p.target_length: 64},
+        {p.enable_long_distance_matching: 1, p.ldm_hash_log: 20, p.ldm_min_match: 32},
+        {p.compression_level: 19, p.enable_long_distance_matching: 2},
+        {p.checksum_flag: 1},
+        {p.content_size_flag: 0},
     ]:
-        f = zstd.compress(DATA, options={option: value})
-        assert zstd.decompress(f) == DATA
-    assert zstd.get_frame_info(zstd.compress(DATA, options={p.content_size_flag: 0})) == (None, 0)
+        f = zstd.compress(varied, options=options)
+        assert zstd.decompress(f) == varied
+        assert f != plain, options
+        if same_zstd:
+            assert f == peer.compress(varied, options=options), options
+    info = zstd.get_frame_info(zstd.compress(DATA, options={p.content_size_flag: 0}))
+    assert (info.decompressed_size, info.dictionary_id) == (None, 0)
+    with pytest.raises(AttributeError):
+        info.dictionary_id = 5  # type: ignore[misc]
+    # A 2 GiB window (zstd's largest) is read when the reader is told to accept it.
+    c = zstd.ZstdCompressor(options={p.window_log: 31})
+    huge_window = c.compress(DATA) + c.flush()
+    big_reader = {zstd.DecompressionParameter.window_log_max: 31}
+    assert zstd.decompress(huge_window, options=big_reader) == DATA
+    assert peer.decompress(huge_window, options=big_reader) == DATA
     lo, hi = p.compression_level.bounds()
     assert lo < 0 < hi
     with pytest.raises(
@@ -185,12 +211,39 @@ def test_worker_threads_compress_and_are_pooled() -> None:
         frame = c.compress(big) + c.flush()
         assert peer.decompress(frame) == big
     assert pool.stats()["created"] == 1 and pool.stats()["leased"] == 0
+    # The key names the parameter, so a context with workers is told apart from one without.
+    zstd.ZstdCompressor(pool=pool).compress(b"x", zstd.ZstdCompressor.FLUSH_FRAME)
+    keys = sorted(
+        ((k["options"], k["idle"]) for k in pool.stats()["per_key"] if k["kind"] == "compress"),
+        key=lambda key: len(key[0]),
+    )
+    assert keys == [({}, 1), ({"nb_workers": 2}, 1)]
+
+
+@pytest.mark.skipif(zstd.CompressionParameter.nb_workers.bounds() == (0, 0), reason="no zstdmt")
+def test_a_failed_frame_on_worker_threads_does_not_spoil_the_pool() -> None:
+    """zstd can keep a stale job after a failure with workers; the context is freed, not
+    handed to the next user, whose frames are then whole."""
+    pool = zstdpool.ContextPool()
+    opts = {zstd.CompressionParameter.nb_workers: 2}
+    c = zstd.ZstdCompressor(options=opts, pool=pool)
+    c.set_pledged_input_size(1 << 20)
+    with pytest.raises(zstd.ZstdError, match="Src size is incorrect"):
+        c.compress(b"x" * ((1 << 20) + 1))
+        c.flush()
+    assert pool.stats()["leased"] == 0 and pool.stats()["idle"] == 0
+    for _ in range(3):
+        frame = zstd.ZstdCompressor(options=opts, pool=pool).compress(
+            DATA, zstd.ZstdCompressor.FLUSH_FRAME
+        )
+        assert peer.decompress(frame) == DATA
+    assert pool.stats()["created"] == 2
 
 
 def test_dictionaries() -> None:
     samples = [b"record %d: name=%d kind=a" % (i, i * 7) for i in range(2000)]
     d = zstd.train_dict(samples, 4096)
-    assert isinstance(d, zstdpool.ZstdDict) and d is not None
+    assert isinstance(d, zstdpool.ZstdDict)
     for form in (d, d.as_digested_dict, d.as_undigested_dict):
         frame = zstd.compress(samples[5], zstd_dict=form)
         assert zstd.get_frame_info(frame).dictionary_id == d.dict_id
@@ -210,10 +263,18 @@ def test_dictionaries() -> None:
     )
     with pytest.raises(zstd.ZstdError):
         zstd.decompress(frame)
-    # The prefix is for one frame: the pooled context's next frame is written without it.
+    # The prefix serves a compressor's first frame only, as compression.zstd's does; the
+    # pooled context's next user writes without it.
     pool = zstdpool.ContextPool()
     c = zstd.ZstdCompressor(zstd_dict=d.as_prefix, pool=pool)
-    c.compress(samples[9], zstd.ZstdCompressor.FLUSH_FRAME)
+    theirs_c = peer.ZstdCompressor(zstd_dict=theirs.as_prefix)
+    same_zstd = peer.zstd_version_info == zstd.zstd_version_info
+    for i in (9, 10):
+        ours_frame = c.compress(samples[i], zstd.ZstdCompressor.FLUSH_FRAME)
+        theirs_frame = theirs_c.compress(samples[i], peer.ZstdCompressor.FLUSH_FRAME)
+        assert ours_frame == theirs_frame or not same_zstd
+    # The second frame needs no prefix.
+    assert peer.decompress(ours_frame) == samples[10]
     plain = zstd.ZstdCompressor(pool=pool).compress(samples[9], zstd.ZstdCompressor.FLUSH_FRAME)
     assert pool.stats()["created"] == 1
     assert peer.decompress(plain) == samples[9]

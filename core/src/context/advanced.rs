@@ -104,6 +104,14 @@ impl Advanced {
             .filter_map(|((id, _), v)| v.map(|v| (*id, v)))
     }
 
+    /// The parameters set, by `compression.zstd`'s names, with their values.
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, i32)> + '_ {
+        PARAMETERS
+            .iter()
+            .zip(self.0.iter())
+            .filter_map(|((_, name), v)| v.map(|v| (*name, v)))
+    }
+
     /// Sets every parameter given on `cctx`.
     pub(super) fn apply(&self, cctx: &mut CCtx<'static>) -> Result<()> {
         for (id, value) in self.iter() {
@@ -141,8 +149,9 @@ fn to_parameter(id: i32, value: i32) -> Option<CParameter> {
         106 => CParameter::TargetLength(n?),
         107 => CParameter::Strategy(strategy(value)?),
         // zstd's switch: 0 lets the strategy decide, 1 enables, 2 disables. zstd-safe takes
-        // a flag (true is 1, false 0); "disabled" is what "decide" chooses but for the
-        // strongest strategies with windows of 128 MiB and more.
+        // a flag (true is 1, false 0), so 2 is "decide", which disables it but for the
+        // strongest strategies with windows of 128 MiB and more (a difference the README
+        // lists).
         160 => CParameter::EnableLongDistanceMatching(value == 1),
         161 => CParameter::LdmHashLog(n?),
         162 => CParameter::LdmMinMatch(n?),

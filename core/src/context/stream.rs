@@ -41,8 +41,19 @@ impl Compressor {
 
     /// Takes `src` into the frame in progress (starting one if none is), appending what zstd
     /// emits to `out`; `flush` says how much must be emitted before this returns. A failed
-    /// call abandons the frame.
+    /// call abandons the frame, and the context is not reused: after a failure with worker
+    /// threads, zstd (up to 1.5.7) can keep a stale job that crashes the next multi-threaded
+    /// frame, so zstd-safe refuses every later frame on it (and a failure without workers is
+    /// too rare to be worth telling apart).
     pub fn compress_stream(&mut self, src: &[u8], flush: Flush, out: &mut Vec<u8>) -> Result<()> {
+        let result = self.compress_stream_once(src, flush, out);
+        if result.is_err() {
+            self.stream_failed = true;
+        }
+        result
+    }
+
+    fn compress_stream_once(&mut self, src: &[u8], flush: Flush, out: &mut Vec<u8>) -> Result<()> {
         let directive = match flush {
             Flush::Continue => ZSTD_EndDirective::ZSTD_e_continue,
             Flush::Block => ZSTD_EndDirective::ZSTD_e_flush,
@@ -173,6 +184,15 @@ mod tests {
             .collect()
     }
 
+    /// Decompresses the frame `frame` in one call on `d`.
+    fn read_back_with(d: &mut Decompressor, frame: &[u8]) -> Vec<u8> {
+        let (mut pos, mut out) = (0, Vec::new());
+        assert!(d
+            .decompress_stream(frame, &mut pos, &mut out, None)
+            .unwrap());
+        out
+    }
+
     /// Decompresses `frame` giving zstd `piece` input bytes and at most `limit` output bytes a
     /// call; returns the data and what followed the frame.
     fn read_back(frame: &[u8], piece: usize, limit: Option<usize>) -> (Vec<u8>, Vec<u8>) {
@@ -279,6 +299,42 @@ mod tests {
             .decompress_stream(&with, &mut pos, &mut out, None)
             .unwrap());
         assert_eq!(out, data);
+    }
+
+    #[test]
+    fn a_prefix_referenced_but_not_used_is_dropped_on_the_way_back() {
+        let content: Vec<u8> = data()[..20_000].to_vec();
+        let prefix = Arc::new(ZstdDict::new(&content, true).unwrap());
+        let data = data();
+        let mut without = Vec::new();
+        Compressor::new(CompressParams::level(3))
+            .unwrap()
+            .compress_stream(&data, Flush::Frame, &mut without)
+            .unwrap();
+        // Referenced, then the user goes away before a frame starts.
+        let mut c = Compressor::new(CompressParams::level(3)).unwrap();
+        c.use_prefix(&prefix).unwrap();
+        assert!(c.recycle(usize::MAX));
+        let mut next = Vec::new();
+        c.compress_stream(&data, Flush::Frame, &mut next).unwrap();
+        assert_eq!(next, without);
+        let mut d = Decompressor::new(DecompressParams::default()).unwrap();
+        d.use_prefix(&prefix).unwrap();
+        assert!(d.recycle());
+        assert_eq!(read_back_with(&mut d, &next), data);
+    }
+
+    #[test]
+    fn a_failed_stream_is_not_reused() {
+        let mut c = Compressor::new(CompressParams::level(1)).unwrap();
+        assert!(c.recycle(usize::MAX));
+        // Three bytes pledged, four given in two pieces (a single whole call's size would be
+        // taken over the pledge).
+        c.pledge(Some(3)).unwrap();
+        let mut out = Vec::new();
+        c.compress_stream(b"fo", Flush::Continue, &mut out).unwrap();
+        assert!(c.compress_stream(b"ur", Flush::Frame, &mut out).is_err());
+        assert!(!c.recycle(usize::MAX));
     }
 
     #[test]
