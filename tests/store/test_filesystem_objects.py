@@ -225,6 +225,33 @@ def test_a_failing_filesystem_leaves_only_completed_files(mem: Any) -> None:
     assert "part=3.parquet" not in files(fs, root)
 
 
+def test_files_of_a_dataset_go_to_a_filesystem_object_several_at_once(mem: Any) -> None:
+    """Each file's calls are made on a thread of their own, so a slow filesystem (a remote
+    one's latency) is waited for by several files at once, not one after another."""
+    import threading
+    import time
+
+    fs, root = mem
+    lock = threading.Lock()
+    active = [0, 0]  # now, most at once
+
+    class Slow(pafs.FSSpecHandler):
+        def open_output_stream(self, path: str, metadata: Any) -> Any:
+            with lock:
+                active[0] += 1
+                active[1] = max(active[1], active[0])
+            time.sleep(0.05)
+            with lock:
+                active[0] -= 1
+            return super().open_output_stream(path, metadata)
+
+    data = pa.table({"k": [i % 24 for i in range(2400)], "v": list(range(2400))})
+    zd.write_dataset(data, f"{root}/ds", partitioning=["k"], filesystem=pafs.PyFileSystem(Slow(fs)))
+    assert len(files(fs, root)) == 24
+    # The store's bound is 8 files at once; the runtime's two workers alone gave 2.
+    assert active[1] > 2, active
+
+
 def _big() -> pa.Table:
     rng = np.random.default_rng(7)
     return pa.table({"x": rng.integers(0, 2**62, 1_600_000), "y": rng.random(1_600_000)})

@@ -5,8 +5,9 @@
 //! the same code as S3: this is `object_store::ObjectStore` over the few calls a filesystem
 //! has, which no library provides for a filesystem that lives in the caller's process.
 //!
-//! Its calls run on the thread that polls them: a caller blocking on the runtime runs them
-//! itself, and an upload left running runs them on a runtime worker. A multipart upload's
+//! A whole file's write runs on the runtime's pool of blocking threads, so that uploads left
+//! running go at once up to the store's bound; the other calls run on the thread that polls
+//! them (a caller blocking on the runtime runs them itself). A multipart upload's
 //! parts are written as they are handed over, in order, since a file stream has no parts.
 
 use std::fmt;
@@ -129,7 +130,15 @@ impl ObjectStore for BlockingStore {
                 implementer: STORE.into(),
             });
         }
-        write_whole(self.fs.as_ref(), path, &payload).map_err(|e| store_error(path, e))?;
+        // On the runtime's pool of blocking threads: an upload left running would otherwise
+        // hold one of the runtime's two workers for the whole of its calls, so no more than
+        // two files went at once whatever the store's bound on uploads in flight.
+        let fs = self.fs.clone();
+        let owned = path.to_string();
+        tokio::task::spawn_blocking(move || write_whole(fs.as_ref(), &owned, &payload))
+            .await
+            .map_err(|e| store_error(path, io::Error::other(e)))?
+            .map_err(|e| store_error(path, e))?;
         Ok(PutResult {
             e_tag: None,
             version: None,
