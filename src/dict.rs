@@ -34,6 +34,12 @@ impl PyZstdDict {
     }
 }
 
+/// How a `zstd_dict=` pair says to use its dictionary (`compression.zstd`'s numbers, the second
+/// item of `as_digested_dict`, `as_undigested_dict` and `as_prefix`).
+pub const DIGESTED: i32 = 0;
+pub const UNDIGESTED: i32 = 1;
+pub const PREFIX: i32 = 2;
+
 /// The bytes of a dictionary given as bytes-like content, or as a dictionary object of
 /// `compression.zstd` (`dict_content`) or python-zstandard (`as_bytes()`).
 fn content_of<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
@@ -100,38 +106,20 @@ impl PyZstdDict {
     /// `zstd_dict=` argument; zstdpool loads every form so).
     #[getter]
     fn as_digested_dict<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(
-            slf.py(),
-            [
-                slf.clone().into_any(),
-                0i32.into_pyobject(slf.py())?.into_any(),
-            ],
-        )
+        (slf.clone(), DIGESTED).into_pyobject(slf.py())
     }
 
     /// `(self, 1)`: the dictionary loaded as its content (`compression.zstd`'s form).
     #[getter]
     fn as_undigested_dict<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(
-            slf.py(),
-            [
-                slf.clone().into_any(),
-                1i32.into_pyobject(slf.py())?.into_any(),
-            ],
-        )
+        (slf.clone(), UNDIGESTED).into_pyobject(slf.py())
     }
 
     /// `(self, 2)`: the dictionary's content as the prefix of one frame (`compression.zstd`'s
     /// form): a compressor's first frame, or a decompressor's frame.
     #[getter]
     fn as_prefix<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
-        PyTuple::new(
-            slf.py(),
-            [
-                slf.clone().into_any(),
-                2i32.into_pyobject(slf.py())?.into_any(),
-            ],
-        )
+        (slf.clone(), PREFIX).into_pyobject(slf.py())
     }
 
     /// `ZstdDict(content)` or, for raw content, `functools.partial(ZstdDict,

@@ -10,13 +10,13 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyTuple};
 
 use crate::buffer::{type_name, ByteView};
-use crate::dict::PyZstdDict;
+use crate::dict::{PyZstdDict, DIGESTED, PREFIX, UNDIGESTED};
 use crate::errors;
 use crate::errors::OrRaise as _;
 use crate::pool::{pool_or_default, PyContextPool};
 use zstdpool_core::context::{
-    compression_bounds, decompression_bounds, frame_header, frame_size, CompressParams, Compressor,
-    DecompressParams, Decompressor, Flush, DEFAULT_LEVEL, PARAMETERS,
+    compression_bounds, decompression_bounds, frame_header, frame_size, max_level, min_level,
+    CompressParams, Compressor, DecompressParams, Decompressor, Flush, DEFAULT_LEVEL, PARAMETERS,
 };
 use zstdpool_core::dict::ZstdDict;
 use zstdpool_core::pool::{ContextPool, Lease};
@@ -85,8 +85,8 @@ fn dict_of(zstd_dict: Option<&Bound<'_, PyAny>>) -> PyResult<Option<DictUse>> {
             ) {
                 let dict = d.get().dict.clone();
                 match kind {
-                    0 | 1 => return Ok(Some(DictUse::Dict(dict))),
-                    2 => return Ok(Some(DictUse::Prefix(dict))),
+                    DIGESTED | UNDIGESTED => return Ok(Some(DictUse::Dict(dict))),
+                    PREFIX => return Ok(Some(DictUse::Prefix(dict))),
                     _ => {}
                 }
             }
@@ -149,15 +149,47 @@ fn checked(compress: bool, id: i32, value: i32) -> PyResult<i32> {
     }
 }
 
-/// A key or value of an `options` dict as a C int, as `compression.zstd` reads it: a `TypeError`
-/// for what is no int, an `OverflowError` for what does not fit.
-fn c_int(obj: &Bound<'_, PyAny>) -> PyResult<i32> {
-    obj.extract::<i32>()
+/// The pairs of an `options` dict as C ints, checked as `compression.zstd` checks them: a dict
+/// (`owner` names the call), no key of the other kind's enum (`foreign`), and keys and values
+/// that are ints (`TypeError`) fitting a C int (`OverflowError`).
+fn option_pairs(
+    options: &Bound<'_, PyAny>,
+    owner: &str,
+    foreign: &str,
+    kind: &str,
+) -> PyResult<Vec<(i32, i32)>> {
+    let options = options.cast::<PyDict>().map_err(|_| {
+        errors::wrong_type(format!(
+            "{owner}() argument 'options' must be dict, not {}",
+            type_name(options)
+        ))
+    })?;
+    options
+        .iter()
+        .map(|(key, value)| {
+            if key.get_type().name()?.to_str()? == foreign {
+                return Err(errors::wrong_type(format!(
+                    "{kind} options dictionary key must not be a {foreign} attribute"
+                )));
+            }
+            Ok((key.extract::<i32>()?, value.extract::<i32>()?))
+        })
+        .collect()
+}
+
+/// A copy of input kept between calls, whose failed allocation is a `MemoryError` (its size is
+/// the caller's input's).
+fn copied(bytes: &[u8]) -> PyResult<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(bytes.len())
+        .map_err(|e| errors::from_core(e.into()))?;
+    v.extend_from_slice(bytes);
+    Ok(v)
 }
 
 /// A compression level checked against zstd's range, with `compression.zstd`'s message.
 fn checked_level(level: i32) -> PyResult<i32> {
-    let (lo, hi) = compression_bounds(LEVEL).unwrap_or((-(1 << 17), 22));
+    let (lo, hi) = (min_level(), max_level());
     if (lo..=hi).contains(&level) {
         Ok(level)
     } else {
@@ -190,9 +222,10 @@ fn compress_params(
         params.level = match level.extract::<i32>() {
             Ok(v) => checked_level(v)?,
             Err(_) => {
-                let (lo, hi) = compression_bounds(LEVEL).unwrap_or((-(1 << 17), 22));
                 return Err(errors::parameter(format!(
-                    "illegal compression level; the valid range is [{lo}, {hi}]"
+                    "illegal compression level; the valid range is [{}, {}]",
+                    min_level(),
+                    max_level()
                 )));
             }
         };
@@ -201,21 +234,12 @@ fn compress_params(
     let Some(options) = options else {
         return Ok(params);
     };
-    let options = options.cast::<PyDict>().map_err(|_| {
-        errors::wrong_type(format!(
-            "ZstdCompressor() argument 'options' must be dict, not {}",
-            type_name(options)
-        ))
-    })?;
-    for (key, value) in options.iter() {
-        if key.get_type().name()?.to_str()? == "DecompressionParameter" {
-            return Err(errors::wrong_type(
-                "compression options dictionary key must not be a DecompressionParameter \
-                 attribute",
-            ));
-        }
-        let id = c_int(&key)?;
-        let v = c_int(&value)?;
+    for (id, v) in option_pairs(
+        options,
+        "ZstdCompressor",
+        "DecompressionParameter",
+        "compression",
+    )? {
         if id == LEVEL {
             params.level = checked_level(v)?;
             continue;
@@ -240,21 +264,13 @@ fn decompress_params(options: Option<&Bound<'_, PyAny>>) -> PyResult<DecompressP
     let Some(options) = options.filter(|o| !o.is_none()) else {
         return Ok(params);
     };
-    let options = options.cast::<PyDict>().map_err(|_| {
-        errors::wrong_type(format!(
-            "ZstdDecompressor() argument 'options' must be dict, not {}",
-            type_name(options)
-        ))
-    })?;
-    for (key, value) in options.iter() {
-        if key.get_type().name()?.to_str()? == "CompressionParameter" {
-            return Err(errors::wrong_type(
-                "decompression options dictionary key must not be a CompressionParameter \
-                 attribute",
-            ));
-        }
-        let id = c_int(&key)?;
-        let v = checked(false, id, c_int(&value)?)?;
+    for (id, v) in option_pairs(
+        options,
+        "ZstdDecompressor",
+        "CompressionParameter",
+        "decompression",
+    )? {
+        let v = checked(false, id, v)?;
         // zstd's stable API has one decompression parameter; `checked` refused any other.
         params.window_log_max = v as u32;
     }
@@ -567,16 +583,16 @@ impl PyZstdDecompressor {
                 }
             };
             if ended {
+                state.unused = copied(&src[pos..])?;
                 state.eof = true;
                 state.needs_input = false;
                 state.lease = None;
-                state.unused = src[pos..].to_vec();
             } else if pos == src.len() {
                 state.needs_input = limit.is_none_or(|l| out.len() < l);
             } else {
                 state.needs_input = false;
                 if held.is_empty() {
-                    state.pending = fresh[pos..].to_vec();
+                    state.pending = copied(&fresh[pos..])?;
                 } else {
                     state.pending_at = at + pos;
                     state.pending = held;
