@@ -17,8 +17,8 @@
 # ZSTDPOOL_EXPECT_FREETHREADED=1 makes tests/conftest.py assert that the GIL is off after
 # `import zstdpool` and still off when the run ends.
 # Then, as a user would: another fresh venv with the wheel and only what the README's tour
-# imports (pandas, dask[dataframe], distributed, and polars except on 3.14t, which it has no
-# wheel for), where scripts/readme_tour.py runs the tour's examples from outside the
+# imports (the wheel's `dask` extra, pandas, fsspec, and polars except on 3.14t, which it has
+# no wheel for), where scripts/readme_tour.py runs the tour's examples from outside the
 # repository; a failed tour fails the version.
 # Environment:
 #   ZSTDPOOL_FULL_VERSIONS  the versions that run the whole suite (default: 3.14t; "3.10
@@ -43,8 +43,8 @@ export ARROW_TESTING_DATA="${ARROW_TESTING_DATA:-$(cd "$ROOT/.." && pwd)/shared/
 # Packages of the test extra that cannot be installed on the free-threaded interpreter.
 FT_EXCLUDE="polars duckdb zstandard backports.zstd"
 # What the README's tour imports besides zstdpool and pyarrow (polars is added but on 3.14t).
-# `import zstdpool.dask` registers with distributed, so the dask block needs it too.
-TOUR_REQS=(pandas "dask[dataframe]" distributed fsspec)
+# dask and distributed come from the wheel's `dask` extra, as the README installs them.
+TOUR_REQS=(pandas fsspec)
 mkdir -p "$WORK"
 
 # What versions outside FULL_VERSIONS leave out, and why (the README names these too).
@@ -256,7 +256,7 @@ EOF
         tour_reqs+=(polars)
     fi
     if ! { "$py" -m venv --clear "$tvenv" \
-            && "$tvenv/bin/python" -m pip install "${tour_pip[@]}" "$whl" "${tour_reqs[@]}"; \
+            && "$tvenv/bin/python" -m pip install "${tour_pip[@]}" "$whl[dask]" "${tour_reqs[@]}"; \
             } >"$tourlog" 2>&1; then
         tail -20 "$tourlog" >&2
         tour=FAIL
