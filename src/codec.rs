@@ -1,6 +1,7 @@
 //! The codec API: one-shot `compress`/`decompress` on the default pool, and leases
 //! (`Compressor`, `Decompressor`) that keep one context for a series of calls.
 
+use crate::args;
 use pyo3::prelude::*;
 
 use crate::errors::OrRaise as _;
@@ -98,9 +99,9 @@ fn decompress_into_one(
 pub fn compress<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
-    level: i64,
+    #[pyo3(from_py_with = args::arg::<args::Level, _>)] level: i64,
     checksum: bool,
-    window_log: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::WindowLog, _>)] window_log: Option<i64>,
     zstd_dict: Option<&Bound<'py, PyAny>>,
     write_dict_id: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
@@ -122,7 +123,7 @@ pub fn compress<'py>(
 pub fn decompress<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
-    max_output_size: i64,
+    #[pyo3(from_py_with = args::arg::<args::MaxOutputSize, _>)] max_output_size: i64,
     zstd_dict: Option<&Bound<'py, PyAny>>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
@@ -163,9 +164,9 @@ pub fn decompress_into<'py>(
 #[pyfunction]
 #[pyo3(signature = (level=3, *, checksum=false, window_log=None, zstd_dict=None, write_dict_id=true, pool=None))]
 pub fn compressor(
-    level: i64,
+    #[pyo3(from_py_with = args::arg::<args::Level, _>)] level: i64,
     checksum: bool,
-    window_log: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::WindowLog, _>)] window_log: Option<i64>,
     zstd_dict: Option<&Bound<'_, PyAny>>,
     write_dict_id: bool,
     pool: Option<&Bound<'_, PyContextPool>>,
@@ -188,7 +189,7 @@ pub fn compressor(
 #[pyfunction]
 #[pyo3(signature = (*, max_output_size=1073741824, zstd_dict=None, pool=None))]
 pub fn decompressor(
-    max_output_size: i64,
+    #[pyo3(from_py_with = args::arg::<args::MaxOutputSize, _>)] max_output_size: i64,
     zstd_dict: Option<&Bound<'_, PyAny>>,
     pool: Option<&Bound<'_, PyContextPool>>,
 ) -> PyResult<PyDecompressor> {
@@ -310,7 +311,7 @@ impl PyDecompressor {
         &self,
         py: Python<'py>,
         data: &Bound<'py, PyAny>,
-        max_output_size: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::MaxOutputSize, _>)] max_output_size: Option<i64>,
     ) -> PyResult<Bound<'py, PyBytes>> {
         let limit = match max_output_size {
             Some(n) => params::size("max_output_size", n).or_raise()?,
@@ -370,12 +371,12 @@ fn views(buffers: &Bound<'_, PyAny>) -> PyResult<Vec<ByteView>> {
 pub fn compress_many<'py>(
     py: Python<'py>,
     buffers: &Bound<'py, PyAny>,
-    level: i64,
+    #[pyo3(from_py_with = args::arg::<args::Level, _>)] level: i64,
     checksum: bool,
-    window_log: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::WindowLog, _>)] window_log: Option<i64>,
     zstd_dict: Option<&Bound<'py, PyAny>>,
     write_dict_id: bool,
-    threads: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let threads = params::threads(threads).or_raise()?;
@@ -417,9 +418,9 @@ pub fn compress_many<'py>(
 pub fn decompress_many<'py>(
     py: Python<'py>,
     buffers: &Bound<'py, PyAny>,
-    max_output_size: i64,
+    #[pyo3(from_py_with = args::arg::<args::MaxOutputSize, _>)] max_output_size: i64,
     zstd_dict: Option<&Bound<'py, PyAny>>,
-    threads: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<Bound<'py, PyList>> {
     let max_output_size = params::size("max_output_size", max_output_size).or_raise()?;

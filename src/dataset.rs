@@ -1,5 +1,6 @@
 //! `zstdpool.dataset.write_dataset`.
 
+use crate::args;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
@@ -48,10 +49,10 @@ fn partition_columns(partitioning: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<St
 #[pyfunction]
 #[pyo3(signature = (format, existing_data_behavior, compression="zstd", level=None))]
 pub fn _check_dataset_options(
-    format: &str,
-    existing_data_behavior: &str,
-    compression: Option<&str>,
-    level: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::Format, _>)] format: &str,
+    #[pyo3(from_py_with = args::arg::<args::ExistingDataBehavior, _>)] existing_data_behavior: &str,
+    #[pyo3(from_py_with = args::arg::<args::Compression, _>)] compression: Option<&str>,
+    #[pyo3(from_py_with = args::arg::<args::Level, _>)] level: Option<i64>,
 ) -> PyResult<&'static str> {
     ExistingData::from_name(existing_data_behavior).or_raise()?;
     Ok(FileFormat::from_name(format, compression, level)
@@ -152,15 +153,15 @@ pub fn write_dataset<'py>(
     data: &Bound<'py, PyAny>,
     base_dir: &Bound<'py, PyAny>,
     partitioning: Option<&Bound<'py, PyAny>>,
-    format: &str,
-    compression: Option<&str>,
-    level: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::Format, _>)] format: &str,
+    #[pyo3(from_py_with = args::arg::<args::Compression, _>)] compression: Option<&str>,
+    #[pyo3(from_py_with = args::arg::<args::Level, _>)] level: Option<i64>,
     basename_template: Option<String>,
-    existing_data_behavior: &str,
+    #[pyo3(from_py_with = args::arg::<args::ExistingDataBehavior, _>)] existing_data_behavior: &str,
     max_open_files: i64,
     max_rows_per_file: Option<i64>,
     max_pending_bytes: i64,
-    threads: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
     fsync: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
     file_options: Option<&Bound<'py, PyDict>>,

@@ -3,6 +3,7 @@
 //! `Expression`) into what this takes: a source, a partitioning by name and schema, and a
 //! filter as nested tuples.
 
+use crate::args;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -174,7 +175,7 @@ impl PyDatasetScanner {
     fn new(
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
-        format: &str,
+        #[pyo3(from_py_with = args::arg::<args::Format, _>)] format: &str,
         partitioning: Option<&str>,
         partition_schema: Option<&Bound<'_, PyAny>>,
         infer_partition_types: bool,
@@ -289,8 +290,8 @@ impl PyDatasetScanner {
         py: Python<'py>,
         columns: Option<Vec<String>>,
         filter: Option<&Bound<'py, PyAny>>,
-        threads: Option<i64>,
-        files: Option<Vec<usize>>,
+        #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::Files, _>)] files: Option<Vec<usize>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let options = options(columns, filter, threads, files)?;
         let schema = self
@@ -310,8 +311,8 @@ impl PyDatasetScanner {
         &self,
         columns: Option<Vec<String>>,
         filter: Option<&Bound<'_, PyAny>>,
-        threads: Option<i64>,
-        files: Option<Vec<usize>>,
+        #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::Files, _>)] files: Option<Vec<usize>>,
         readahead: i64,
     ) -> PyResult<PyDatasetBatches> {
         let options = options(columns, filter, threads, files)?;
@@ -333,8 +334,8 @@ impl PyDatasetScanner {
         &self,
         py: Python<'_>,
         filter: Option<&Bound<'_, PyAny>>,
-        threads: Option<i64>,
-        files: Option<Vec<usize>>,
+        #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::Files, _>)] files: Option<Vec<usize>>,
     ) -> PyResult<u64> {
         let options = options(None, filter, threads, files)?;
         py.detach(|| self.dataset.count_rows(&options))

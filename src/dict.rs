@@ -1,6 +1,7 @@
 //! `zstdpool.ZstdDict`, `train_dict` and `finalize_dict`: zstd dictionaries that every thread
 //! and every pooled context share (the core's `dict` module prepares them).
 
+use crate::args;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
@@ -192,7 +193,7 @@ fn samples_of(samples: &Bound<'_, PyAny>) -> PyResult<Samples> {
 pub fn train_dict(
     py: Python<'_>,
     samples: &Bound<'_, PyAny>,
-    dict_size: i64,
+    #[pyo3(from_py_with = args::arg::<args::DictSize, _>)] dict_size: i64,
 ) -> PyResult<PyZstdDict> {
     let dict_size = params::size("dict_size", dict_size).or_raise()?;
     let samples = samples_of(samples)?;
@@ -211,8 +212,8 @@ pub fn finalize_dict(
     py: Python<'_>,
     zstd_dict: &Bound<'_, PyZstdDict>,
     samples: &Bound<'_, PyAny>,
-    dict_size: i64,
-    level: i64,
+    #[pyo3(from_py_with = args::arg::<args::DictSize, _>)] dict_size: i64,
+    #[pyo3(from_py_with = args::arg::<args::Level, _>)] level: i64,
 ) -> PyResult<PyZstdDict> {
     let dict_size = params::size("dict_size", dict_size).or_raise()?;
     let level = params::level(level).or_raise()?;

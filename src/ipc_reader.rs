@@ -1,5 +1,6 @@
 //! `zstdpool.ipc` readers: `open_stream`, `open_file`, `read_stream`, `read_file`.
 
+use crate::args;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
@@ -178,11 +179,17 @@ macro_rules! ipc_reader_shared {
             fn new(
                 py: Python<'_>,
                 source: &Bound<'_, PyAny>,
-                $($footer_offset: Option<i64>,)?
+                $(
+                    #[pyo3(from_py_with = args::arg::<args::FooterOffset, _>)]
+                    $footer_offset: Option<i64>,
+                )?
                 options: Option<&Bound<'_, PyAny>>,
                 memory_pool: Option<&Bound<'_, PyAny>>,
+                #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)]
                 max_buffer_size: Option<i64>,
+                #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)]
                 max_batch_size: Option<i64>,
+                #[pyo3(from_py_with = args::arg::<args::Threads, _>)]
                 threads: Option<i64>,
                 pool: Option<&Bound<'_, PyContextPool>>,
                 filesystem: Option<&Bound<'_, PyAny>>,
@@ -580,9 +587,9 @@ impl FileBatches {
 pub fn read_stream<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
-    max_buffer_size: Option<i64>,
-    max_batch_size: Option<i64>,
-    threads: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)] max_buffer_size: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)] max_batch_size: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
     filesystem: Option<&Bound<'py, PyAny>>,
     storage_options: Option<&Bound<'py, PyDict>>,
@@ -611,9 +618,9 @@ pub fn read_stream<'py>(
 pub fn read_file<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
-    max_buffer_size: Option<i64>,
-    max_batch_size: Option<i64>,
-    threads: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)] max_buffer_size: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)] max_batch_size: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
     filesystem: Option<&Bound<'py, PyAny>>,
     storage_options: Option<&Bound<'py, PyDict>>,

@@ -1,5 +1,6 @@
 //! `zstdpool.ipc` writers: `new_stream`, `new_file`, `write_stream`, `write_file`.
 
+use crate::args;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -323,7 +324,7 @@ impl PyIpcWriter {
         &self,
         py: Python<'_>,
         table: &Bound<'_, PyAny>,
-        max_chunksize: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::MaxChunksize, _>)] max_chunksize: Option<i64>,
     ) -> PyResult<()> {
         let max_rows = max_chunksize
             .map(|n| params::positive("max_chunksize", n))
@@ -521,8 +522,11 @@ macro_rules! ipc_writer_class {
                 schema: &Bound<'_, PyAny>,
                 options: Option<&Bound<'_, PyAny>>,
                 $($metadata: Option<&Bound<'_, PyAny>>,)?
+                #[pyo3(from_py_with = args::arg::<args::Compression, _>)]
                 compression: Option<&str>,
+                #[pyo3(from_py_with = args::arg::<args::Level, _>)]
                 level: Option<i64>,
+                #[pyo3(from_py_with = args::arg::<args::Threads, _>)]
                 threads: Option<i64>,
                 dictionary_deltas: bool,
                 fsync: bool,
@@ -652,8 +656,11 @@ macro_rules! ipc_write_function {
             py: Python<'py>,
             data: &Bound<'py, PyAny>,
             sink: Option<&Bound<'py, PyAny>>,
+            #[pyo3(from_py_with = args::arg::<args::Compression, _>)]
             compression: Option<&str>,
+            #[pyo3(from_py_with = args::arg::<args::Level, _>)]
             level: Option<i64>,
+            #[pyo3(from_py_with = args::arg::<args::Threads, _>)]
             threads: Option<i64>,
             dictionary_deltas: bool,
             $($metadata: Option<&Bound<'py, PyAny>>,)?

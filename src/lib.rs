@@ -2,6 +2,7 @@
 //! family of Python objects. Every exception it raises is built in `errors`; every argument
 //! check lives in the core's `params`.
 
+mod args;
 mod buffer;
 mod bytes_output;
 mod codec;

@@ -1,5 +1,6 @@
 //! `zstdpool.parquet` readers: `read_table`, `read_schema`, `ParquetFile` and its batches.
 
+use crate::args;
 use std::sync::{Arc, RwLock};
 
 use arrow_array::RecordBatch;
@@ -103,9 +104,9 @@ impl PyParquetFile {
     fn new(
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
-        max_page_size: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::MaxPageSize, _>)] max_page_size: Option<i64>,
         use_threads: bool,
-        threads: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
         pool: Option<&Bound<'_, PyContextPool>>,
         filesystem: Option<&Bound<'_, PyAny>>,
         storage_options: Option<&Bound<'_, PyDict>>,
@@ -171,7 +172,7 @@ impl PyParquetFile {
     fn read_row_group<'py>(
         &self,
         py: Python<'py>,
-        i: usize,
+        #[pyo3(from_py_with = args::arg::<args::I, _>)] i: usize,
         columns: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         read(py, &*self.file()?, columns, Some(vec![i]), None)
@@ -182,7 +183,7 @@ impl PyParquetFile {
     fn read_row_groups<'py>(
         &self,
         py: Python<'py>,
-        row_groups: Vec<usize>,
+        #[pyo3(from_py_with = args::arg::<args::RowGroups, _>)] row_groups: Vec<usize>,
         columns: Option<Vec<String>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         read(py, &*self.file()?, columns, Some(row_groups), None)
@@ -194,8 +195,8 @@ impl PyParquetFile {
     fn iter_batches(
         &self,
         py: Python<'_>,
-        batch_size: i64,
-        row_groups: Option<Vec<usize>>,
+        #[pyo3(from_py_with = args::arg::<args::BatchSize, _>)] batch_size: i64,
+        #[pyo3(from_py_with = args::arg::<args::RowGroups, _>)] row_groups: Option<Vec<usize>>,
         columns: Option<Vec<String>>,
     ) -> PyResult<PyParquetBatches> {
         let batch_size = params::count("batch_size", batch_size).or_raise()?;
@@ -307,10 +308,10 @@ pub fn read_table<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
     columns: Option<Vec<String>>,
-    row_groups: Option<Vec<usize>>,
+    #[pyo3(from_py_with = args::arg::<args::RowGroups, _>)] row_groups: Option<Vec<usize>>,
     use_threads: bool,
-    threads: Option<i64>,
-    max_page_size: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
+    #[pyo3(from_py_with = args::arg::<args::MaxPageSize, _>)] max_page_size: Option<i64>,
     pool: Option<&Bound<'py, PyContextPool>>,
     filesystem: Option<&Bound<'py, PyAny>>,
     storage_options: Option<&Bound<'py, PyDict>>,

