@@ -11,12 +11,12 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
-use pyo3_arrow::{PyArray, PySchema};
+use pyo3_arrow::PyArray;
 
 use crate::errors;
 use crate::errors::Format;
 use crate::errors::OrRaise as _;
-use crate::export::{next_batch_to_py, remaining_capsule, table_to_py, NextBatch};
+use crate::export::{next_batch_to_py, remaining_capsule, schema_to_py, table_to_py, NextBatch};
 use crate::held::Held;
 use crate::input::schema_of;
 use crate::io::{as_path, unwrap_py_error_in};
@@ -255,13 +255,13 @@ impl PyDatasetScanner {
     /// The dataset's schema: the files' columns, then the partition fields.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PySchema::new(self.dataset.schema().clone()).into_pyarrow(py)
+        schema_to_py(py, self.dataset.schema())
     }
 
     /// The partition fields, typed.
     #[getter]
     fn partition_schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PySchema::new(self.dataset.partition_schema().clone()).into_pyarrow(py)
+        schema_to_py(py, self.dataset.partition_schema())
     }
 
     /// The files, sorted by path.
@@ -365,7 +365,7 @@ impl PyDatasetBatches {
     /// The batches' schema, as a pyarrow Schema.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PySchema::new(self.schema.clone()).into_pyarrow(py)
+        schema_to_py(py, &self.schema)
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {

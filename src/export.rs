@@ -4,19 +4,32 @@
 use std::ffi::CStr;
 
 use arrow_array::ffi_stream::FFI_ArrowArrayStream;
-use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::{ArrowError, SchemaRef};
+use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use pyo3_arrow::{PyRecordBatch, PyTable};
+use pyo3_arrow::{PyRecordBatch, PySchema, PyTable};
 
+use crate::errors::IntoPyErr as _;
+use crate::field_names;
 use crate::held::Held;
 use zstdpool_core::error::{catch_panics, Error, Result};
 
 const STREAM_CAPSULE: &CStr = c"arrow_array_stream";
 
 pub fn batch_to_py<'py>(py: Python<'py>, batch: RecordBatch) -> PyResult<Bound<'py, PyAny>> {
-    PyRecordBatch::new(batch).into_pyarrow(py)
+    match field_names::exportable(batch.schema_ref()) {
+        None => PyRecordBatch::new(batch).into_pyarrow(py),
+        Some((schema, names)) => {
+            let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+            let batch =
+                RecordBatch::try_new_with_options(schema, batch.columns().to_vec(), &options)
+                    .map_err(|e| Error::from(e).into_py_err())?;
+            let out = PyRecordBatch::new(batch).into_pyarrow(py)?;
+            out.call_method1(intern!(py, "rename_columns"), (names,))
+        }
+    }
 }
 
 pub fn table_to_py<'py>(
@@ -24,7 +37,39 @@ pub fn table_to_py<'py>(
     batches: Vec<RecordBatch>,
     schema: SchemaRef,
 ) -> PyResult<Bound<'py, PyAny>> {
-    PyTable::try_new(batches, schema)?.into_pyarrow(py)
+    match field_names::exportable(&schema) {
+        None => PyTable::try_new(batches, schema)?.into_pyarrow(py),
+        Some((placeholders, names)) => {
+            let batches = batches
+                .into_iter()
+                .map(|b| {
+                    let options = RecordBatchOptions::new().with_row_count(Some(b.num_rows()));
+                    RecordBatch::try_new_with_options(
+                        placeholders.clone(),
+                        b.columns().to_vec(),
+                        &options,
+                    )
+                })
+                .collect::<std::result::Result<Vec<_>, _>>()
+                .map_err(|e| Error::from(e).into_py_err())?;
+            let out = PyTable::try_new(batches, placeholders)?.into_pyarrow(py)?;
+            out.call_method1(intern!(py, "rename_columns"), (names,))
+        }
+    }
+}
+
+/// A schema as a pyarrow Schema, its top-level names whole (see [`field_names::exportable`]).
+pub fn schema_to_py<'py>(py: Python<'py>, schema: &SchemaRef) -> PyResult<Bound<'py, PyAny>> {
+    let Some((placeholders, names)) = field_names::exportable(schema) else {
+        return PySchema::new(schema.clone()).into_pyarrow(py);
+    };
+    let mut out = PySchema::new(placeholders).into_pyarrow(py)?;
+    for (i, name) in names.into_iter().enumerate() {
+        let field = out.call_method1(intern!(py, "field"), (i,))?;
+        let field = field.call_method1(intern!(py, "with_name"), (name,))?;
+        out = out.call_method1(intern!(py, "set"), (i, field))?;
+    }
+    Ok(out)
 }
 
 /// A source of batches that a reader can hand over whole.

@@ -5,7 +5,7 @@
 use std::sync::{Mutex, OnceLock};
 
 use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
-use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_schema::SchemaRef;
 use pyo3::intern;
 use pyo3::prelude::*;
@@ -16,6 +16,7 @@ use pyo3_arrow::{PyRecordBatch, PySchema};
 
 use crate::buffer::{is_exact_type, is_heap_type, type_name};
 use crate::errors;
+use crate::field_names;
 use zstdpool_core::error::Error;
 
 /// What `write` was given, as Arrow: one batch (the common case, with no stream around it),
@@ -25,13 +26,34 @@ pub enum Input {
     /// Imported by the detached part of the write: asking the producer for the schema and
     /// converting it need not hold the GIL.
     Exported(FFI_ArrowArrayStream),
+    /// A pyarrow Table's or RecordBatchReader's stream, imported with the GIL so that its
+    /// names could be checked against pyarrow's (see [`field_names`]), with the schema that
+    /// restores them.
+    Stream(ArrowArrayStreamReader, Option<SchemaRef>),
 }
 
 /// An [`Input`] imported, ready to be read batch by batch.
 pub enum Imported {
     /// The batch's schema, and the batch until it is read.
     Batch(SchemaRef, Option<RecordBatch>),
-    Stream(ArrowArrayStreamReader),
+    /// A stream, and the schema its batches are given where the C data interface cut a name.
+    Stream(ArrowArrayStreamReader, Option<SchemaRef>),
+}
+
+/// Imports an exported stream's schema.
+fn import_stream(stream: FFI_ArrowArrayStream) -> Result<ArrowArrayStreamReader, Failure> {
+    std::panic::catch_unwind(|| ArrowArrayStreamReader::try_new(stream))
+        .map_err(|_| Failure::Encode(import_failed()))?
+        // A stream of something other than record batches (a ChunkedArray, a polars Series)
+        // is refused here: the object cannot be written.
+        .map_err(|e| Failure::Import(Error::from(e).into_py_err()))
+}
+
+/// `batch` under `schema`, which differs from its own in names only.
+fn renamed(batch: RecordBatch, schema: &SchemaRef) -> Result<RecordBatch, Failure> {
+    let options = RecordBatchOptions::new().with_row_count(Some(batch.num_rows()));
+    RecordBatch::try_new_with_options(schema.clone(), batch.columns().to_vec(), &options)
+        .map_err(|e| Failure::Encode(Error::from(e).into_py_err()))
 }
 
 // Producer callbacks (get_schema, get_next, release) run without the GIL, on the writing
@@ -42,14 +64,8 @@ impl Input {
     pub fn import(self) -> Result<Imported, Failure> {
         match self {
             Input::Batch(b) => Ok(Imported::Batch(b.schema(), Some(b))),
-            Input::Exported(stream) => {
-                std::panic::catch_unwind(|| ArrowArrayStreamReader::try_new(stream))
-                    .map_err(|_| Failure::Encode(import_failed()))?
-                    .map(Imported::Stream)
-                    // A stream of something other than record batches (a ChunkedArray, a
-                    // polars Series) is refused here: the object cannot be written.
-                    .map_err(|e| Failure::Import(Error::from(e).into_py_err()))
-            }
+            Input::Exported(stream) => Ok(Imported::Stream(import_stream(stream)?, None)),
+            Input::Stream(reader, names) => Ok(Imported::Stream(reader, names)),
         }
     }
 }
@@ -58,7 +74,7 @@ impl Imported {
     pub fn schema(&self) -> SchemaRef {
         match self {
             Imported::Batch(schema, _) => schema.clone(),
-            Imported::Stream(r) => r.schema(),
+            Imported::Stream(r, names) => names.clone().unwrap_or_else(|| r.schema()),
         }
     }
 
@@ -66,11 +82,16 @@ impl Imported {
     pub fn next_batch(&mut self) -> Result<Option<RecordBatch>, Failure> {
         match self {
             Imported::Batch(_, b) => Ok(b.take()),
-            Imported::Stream(reader) => {
+            Imported::Stream(reader, names) => {
                 let next = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| reader.next()))
                     .map_err(|_| Failure::Encode(import_failed()))?;
-                next.transpose()
-                    .map_err(|e| Failure::Encode(Error::from(e).into_py_err()))
+                let next = next
+                    .transpose()
+                    .map_err(|e| Failure::Encode(Error::from(e).into_py_err()))?;
+                match (next, names) {
+                    (Some(batch), Some(schema)) => renamed(batch, schema).map(Some),
+                    (next, _) => Ok(next),
+                }
             }
         }
     }
@@ -128,9 +149,26 @@ pub fn to_input(data: &Bound<'_, PyAny>) -> PyResult<Input> {
             data.extract::<PyRecordBatch>()
         }))
         .map_err(|_| import_failed())?;
-        batch.map(|b| Input::Batch(b.into_inner()))
+        match batch {
+            Ok(b) => {
+                let b = b.into_inner();
+                let b = match field_names::restore(data, &b.schema())? {
+                    Some(schema) => renamed(b, &schema).map_err(|f| f.into_err(data))?,
+                    None => b,
+                };
+                Ok(Input::Batch(b))
+            }
+            Err(e) => Err(e),
+        }
     } else if has_attr(data, stream)? {
-        take_stream(data).map(Input::Exported)
+        match take_stream(data) {
+            Ok(stream) if field_names::is_pyarrow(data) => {
+                let reader = import_stream(stream).map_err(|f| f.into_err(data))?;
+                let names = field_names::restore(data, &reader.schema())?;
+                Ok(Input::Stream(reader, names))
+            }
+            other => other.map(Input::Exported),
+        }
     } else {
         // Asked again through `hasattr`: what the object's attribute lookup raised, other than
         // AttributeError, is the better error (see `has_attr`).
@@ -235,6 +273,7 @@ pub fn schema_of(schema: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
                 type_name(schema)
             ))
         })?;
+    let imported = field_names::restore(schema, &imported)?.unwrap_or(imported);
     if cacheable {
         let entry = Some((schema.clone().unbind(), imported.clone()));
         let replaced = std::mem::replace(

@@ -7,11 +7,11 @@ use pyo3::prelude::*;
 
 use crate::errors::{IntoPyErr as _, OrRaise as _};
 use pyo3::types::{PyCapsule, PyDict, PyList};
-use pyo3_arrow::PySchema;
 
 use crate::errors;
 use crate::errors::Format;
-use crate::export::{batch_to_py, stream_capsule, table_to_py, NextBatch};
+use crate::export::{batch_to_py, schema_to_py, stream_capsule, table_to_py, NextBatch};
+use crate::field_names;
 use crate::held::Held;
 use crate::io::unwrap_py_error_in;
 use crate::ipc_options::{to_key_value_metadata, ReadSettings};
@@ -251,7 +251,7 @@ impl PyIpcStreamReader {
     /// The stream's schema, as a pyarrow Schema.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PySchema::new(self.schema.clone()).into_pyarrow(py)
+        schema_to_py(py, &self.schema)
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -454,7 +454,7 @@ impl PyIpcFileReader {
     /// The file's schema, as a pyarrow Schema.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PySchema::new(self.schema.clone()).into_pyarrow(py)
+        schema_to_py(py, &self.schema)
     }
 
     /// The number of record batches in the file.
@@ -644,8 +644,11 @@ pub fn read_file<'py>(
 }
 
 /// Refuses, at open, a schema that cannot cross the Arrow C data interface to pyarrow (a NUL
-/// byte in a field name, for one), so that the failure is an IpcError and not pyarrow's.
+/// byte in a nested field's name, for one: top-level names cross under placeholders and are
+/// restored), so that the failure is an IpcError and not pyarrow's.
 fn check_exportable(schema: &SchemaRef) -> PyResult<()> {
+    let placeholders = field_names::exportable(schema).map(|(s, _)| s);
+    let schema = placeholders.as_ref().unwrap_or(schema);
     arrow_schema::ffi::FFI_ArrowSchema::try_from(schema.as_ref())
         .map(drop)
         .map_err(|e| {
@@ -678,7 +681,7 @@ pub fn inspect_ipc<'py>(
             IpcFormat::File => "file",
         },
     )?;
-    let schema = PySchema::new(found.schema.clone()).into_pyarrow(py)?;
+    let schema = schema_to_py(py, &found.schema)?;
     d.set_item("schema", &schema)?;
     d.set_item("num_batches", found.num_batches)?;
     d.set_item("num_rows", found.num_rows)?;

@@ -11,9 +11,9 @@ use pyo3::prelude::*;
 
 use crate::errors::{IntoPyErr as _, OrRaise as _};
 use pyo3::types::{PyBytes, PyDict};
-use pyo3_arrow::PySchema;
 
 use crate::errors;
+use crate::export::schema_to_py;
 use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
 use crate::ipc_options::{key_values, WriteSettings};
@@ -360,7 +360,7 @@ impl PyIpcWriter {
     /// The schema batches must have, as a pyarrow Schema.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PySchema::new(self.schema.clone()).into_pyarrow(py)
+        schema_to_py(py, &self.schema)
     }
 
     /// "stream" or "file".

@@ -11,6 +11,7 @@ mod dataset_reader;
 mod dict;
 mod errors;
 mod export;
+mod field_names;
 mod held;
 mod input;
 mod io;

@@ -7,12 +7,11 @@ use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
-use pyo3_arrow::PySchema;
 
 use crate::errors;
 use crate::errors::Format;
 use crate::errors::OrRaise as _;
-use crate::export::{next_batch_to_py, remaining_capsule, table_to_py, NextBatch};
+use crate::export::{next_batch_to_py, remaining_capsule, schema_to_py, table_to_py, NextBatch};
 use crate::held::Held;
 use crate::io::unwrap_py_error_in;
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
@@ -124,7 +123,7 @@ impl PyParquetFile {
     /// file has one, as pyarrow does), with its metadata.
     #[getter]
     fn schema_arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PySchema::new(self.schema.clone()).into_pyarrow(py)
+        schema_to_py(py, &self.schema)
     }
 
     /// The same as `schema_arrow` (zstdpool has no separate Parquet schema object).
@@ -273,7 +272,7 @@ impl PyParquetBatches {
     /// The batches' schema, as a pyarrow Schema.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PySchema::new(self.schema.clone()).into_pyarrow(py)
+        schema_to_py(py, &self.schema)
     }
 
     fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -333,7 +332,7 @@ pub fn read_schema<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let at = PathOptions::new(filesystem, storage_options);
     let file = open(py, source, at, None, Some(1), None)?;
-    PySchema::new(file.schema().clone()).into_pyarrow(py)
+    schema_to_py(py, file.schema())
 }
 
 fn metadata_dict<'py>(py: Python<'py>, file: &ParquetFile) -> PyResult<Bound<'py, PyDict>> {

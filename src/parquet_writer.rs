@@ -6,11 +6,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMapping};
-use pyo3_arrow::PySchema;
 
 use crate::buffer::type_name;
 use crate::errors;
 use crate::errors::{IntoPyErr as _, OrRaise as _};
+use crate::export::schema_to_py;
 use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
 use crate::io::unwrap_py_error;
@@ -261,7 +261,7 @@ impl PyParquetWriter {
     /// The schema data must have, as a pyarrow Schema.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        PySchema::new(self.schema.clone()).into_pyarrow(py)
+        schema_to_py(py, &self.schema)
     }
 
     /// Rows written to the sink so far (rows still buffered for a row group not counted).
