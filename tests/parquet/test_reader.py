@@ -190,3 +190,34 @@ def test_every_truncation_and_many_corruptions_fail_cleanly() -> None:
 def test_pyarrow_files_of_every_codec_and_page_version(codec: str, version: str) -> None:
     data = pyarrow_write(TABLE, compression=codec, data_page_version=version, row_group_size=7000)
     assert zp.read_table(data).equals(TABLE)
+
+
+@pytest.mark.parametrize("store_schema", [True, False])
+def test_int96_timestamps_outside_the_nanosecond_range_read_as_pyarrow_reads_them(
+    store_schema: bool,
+) -> None:
+    """INT96 from the years 3000 and 1600, outside what nanoseconds hold. Without the Arrow
+    schema stored they are read as nanoseconds and wrap exactly as pyarrow's do, the values
+    pyarrow users already get from such a file. With it (a millisecond column, as written)
+    they come back in its unit, whole, where pyarrow reads nanoseconds and wraps (a difference
+    the README lists)."""
+    import datetime
+
+    import pyarrow.parquet as pq
+
+    when = [datetime.datetime(3000, 1, 1), datetime.datetime(1600, 6, 1), None]
+    table = pa.table({"t": pa.array(when, pa.timestamp("ms"))})
+    sink = io.BytesIO()
+    pq.write_table(
+        table, sink, use_deprecated_int96_timestamps=True, store_schema=store_schema
+    )
+    data = sink.getvalue()
+    theirs = pq.read_table(io.BytesIO(data))
+    ours = zp.read_table(data)
+    if store_schema:
+        assert ours.schema == table.schema
+        assert ours.column("t").to_pylist() == when
+        assert theirs.schema.field("t").type == pa.timestamp("ns")
+    else:
+        assert ours.schema == theirs.schema
+        assert ours.column("t").cast(pa.int64()).equals(theirs.column("t").cast(pa.int64()))

@@ -9,7 +9,7 @@ use ::parquet::arrow::arrow_reader::ParquetRecordBatchReader;
 use ::parquet::arrow::{parquet_to_arrow_field_levels, parquet_to_arrow_schema_by_columns};
 use ::parquet::arrow::{FieldLevels, ProjectionMask};
 use ::parquet::file::metadata::{
-    PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData,
+    ColumnChunkMetaData, PageIndexPolicy, ParquetMetaData, ParquetMetaDataReader, RowGroupMetaData,
 };
 use ::parquet::file::reader::{ChunkReader, Length};
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
@@ -139,6 +139,7 @@ impl ParquetFile {
             Ok(ParquetMetaDataReader::new().parse_and_finish(&source)?)
         })
         .map_err(|e| e.at("corrupt Parquet footer"))?;
+        let metadata = without_legacy_dictionary_offsets(metadata)?;
         let descr = metadata.file_metadata().schema_descr();
         for group in metadata.row_groups() {
             if group.num_columns() != descr.num_columns() {
@@ -700,3 +701,42 @@ const _: () = {
     const fn send_sync<T: Send + Sync>() {}
     send_sync::<ParquetFile>();
 };
+
+/// Whether a column chunk's dictionary page offset is one that old writers put in the footer
+/// without a dictionary page there: 0 (PARQUET-816), or anything not before the first data
+/// page. The parquet crate would start reading the chunk at that offset (at offset 0, the
+/// file's magic bytes); parquet-cpp, and so pyarrow, ignores such an offset, as this reader does.
+fn legacy_dictionary_offset(c: &ColumnChunkMetaData) -> bool {
+    matches!(c.dictionary_page_offset(), Some(o) if o <= 0 || o >= c.data_page_offset())
+}
+
+/// `metadata` with every legacy dictionary page offset dropped (see
+/// [`legacy_dictionary_offset`]); the chunk is then read from its first data page, where a
+/// dictionary page, if there is one, still comes first and is read as one.
+fn without_legacy_dictionary_offsets(metadata: ParquetMetaData) -> Result<ParquetMetaData> {
+    let any = metadata
+        .row_groups()
+        .iter()
+        .any(|g| g.columns().iter().any(legacy_dictionary_offset));
+    if !any {
+        return Ok(metadata);
+    }
+    let mut builder = metadata.into_builder();
+    let mut groups = Vec::new();
+    for group in builder.take_row_groups() {
+        let columns = group
+            .columns()
+            .iter()
+            .map(|c| match legacy_dictionary_offset(c) {
+                true => c
+                    .clone()
+                    .into_builder()
+                    .set_dictionary_page_offset(None)
+                    .build(),
+                false => Ok(c.clone()),
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        groups.push(group.into_builder().set_column_metadata(columns).build()?);
+    }
+    Ok(builder.set_row_groups(groups).build())
+}

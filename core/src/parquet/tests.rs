@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use ::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use ::parquet::basic::Compression;
+use ::parquet::file::metadata::{ColumnChunkMetaData, ParquetMetaDataReader};
 use arrow_array::{ArrayRef, Int32Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use bytes::Bytes;
@@ -335,5 +336,78 @@ fn a_dictionary_that_falls_back_to_plain_keeps_every_page() {
         let got = arrow_select::concat::concat_batches(&got[0].schema(), &got).unwrap();
         assert_eq!(got, input, "{version:?}");
         assert_eq!(read_all(&open(bytes, &pool).unwrap(), None).unwrap(), input);
+    }
+}
+
+/// `bytes` (a Parquet file) with its footer rewritten by `edit`, as another writer would have
+/// written it.
+fn with_footer(bytes: &[u8], edit: impl Fn(ColumnChunkMetaData) -> ColumnChunkMetaData) -> Vec<u8> {
+    let metadata = ParquetMetaDataReader::new()
+        .parse_and_finish(&Bytes::from(bytes.to_vec()))
+        .unwrap();
+    let footer_len =
+        u32::from_le_bytes(bytes[bytes.len() - 8..bytes.len() - 4].try_into().unwrap());
+    let body_end = bytes.len() - 8 - footer_len as usize;
+    let mut builder = metadata.into_builder();
+    let groups = builder
+        .take_row_groups()
+        .into_iter()
+        .map(|g| {
+            let columns = g.columns().iter().cloned().map(&edit).collect();
+            g.into_builder()
+                .set_column_metadata(columns)
+                .build()
+                .unwrap()
+        })
+        .collect();
+    let metadata = builder.set_row_groups(groups).build();
+    let mut out = bytes[..body_end].to_vec();
+    ::parquet::file::metadata::ParquetMetaDataWriter::new(&mut out, &metadata)
+        .finish()
+        .unwrap();
+    out
+}
+
+#[test]
+fn legacy_dictionary_page_offsets_are_ignored_as_parquet_cpp_ignores_them() {
+    let pool = ContextPool::default();
+    let input = batch(3000, 0);
+    for dictionary in [false, true] {
+        let options = WriteOptions {
+            dictionary: PerColumn::all(dictionary),
+            ..Default::default()
+        };
+        let bytes = write(std::slice::from_ref(&input), options, &pool);
+        // PARQUET-816: a dictionary page offset of 0, with the chunk starting at its first
+        // page (a dictionary page when there is one) as the data page offset.
+        let legacy = with_footer(&bytes, |c| {
+            let start = c.byte_range().0 as i64;
+            c.into_builder()
+                .set_data_page_offset(start)
+                .set_dictionary_page_offset(Some(0))
+                .build()
+                .unwrap()
+        });
+        let file = open(legacy, &pool).unwrap();
+        assert_eq!(
+            read_all(&file, None).unwrap(),
+            input,
+            "dictionary: {dictionary}"
+        );
+        // An offset past the first data page is ignored too.
+        let past = with_footer(&bytes, |c| {
+            let start = c.byte_range().0 as i64;
+            c.into_builder()
+                .set_data_page_offset(start)
+                .set_dictionary_page_offset(Some(start + 1))
+                .build()
+                .unwrap()
+        });
+        let file = open(past, &pool).unwrap();
+        assert_eq!(
+            read_all(&file, None).unwrap(),
+            input,
+            "dictionary: {dictionary}"
+        );
     }
 }
