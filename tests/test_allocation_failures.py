@@ -85,11 +85,16 @@ for extra in map(int, sys.argv[4:]):
 """
 
 
-def sweep(tmp_path: Path, reader: str, write: Callable[[pa.Table, Path], object]) -> dict[int, str]:
-    """The outcome at each limit of the sweep, reading what `write` wrote of a table with one
-    large page, after a warm-up on what it wrote of a small table."""
+def sweep(
+    tmp_path: Path,
+    reader: str,
+    write: Callable[[pa.Table, Path], object],
+    table: Callable[[], pa.Table] | None = None,
+) -> dict[int, str]:
+    """The outcome at each limit of the sweep, reading what `write` wrote of `table` (by
+    default one with one large page), after a warm-up on what it wrote of a small table."""
     big, small = tmp_path / "big", tmp_path / "small"
-    write(one_big_page(), big)
+    write((table or one_big_page)(), big)
     write(pa.table({"b": pa.array([b"x"], pa.binary())}), small)
     result = subprocess.run(
         [sys.executable, "-c", SWEEP, str(big), str(small), reader, *map(str, SWEEP_MIB)],
@@ -149,6 +154,37 @@ def test_the_parquet_batch_reader_never_aborts(tmp_path: Path) -> None:
         pq.write_table(table, path, use_dictionary=False, data_page_size=1 << 30)
 
     check(sweep(tmp_path, "parquet-batches", write))
+
+
+def one_value_repeated() -> pa.Table:
+    """PAGE_MIB rows of one 1 MiB value, as a dictionary of that value: written with its
+    dictionary or as DELTA_BYTE_ARRAY (each value the whole of the one before as its prefix),
+    a file of a few kilobytes whose values take PAGE_MIB MiB."""
+    value = pa.array([bytes(range(256)) * 4096], pa.binary())
+    indices = pa.array([0] * PAGE_MIB, pa.int32())
+    return pa.table({"b": pa.DictionaryArray.from_arrays(indices, value)})
+
+
+@pytest.mark.parametrize("reader", ["parquet", "parquet-batches"])
+@pytest.mark.parametrize("encoding", ["dictionary", "delta"])
+def test_the_parquet_reader_never_aborts_on_values_that_expand(
+    tmp_path: Path, reader: str, encoding: str
+) -> None:
+    """Pages far smaller than the values they decode to: the reader's page and decode
+    reservations see only the pages, and the crate builds the values infallibly."""
+
+    def write(table: pa.Table, path: Path) -> None:
+        if encoding == "delta":
+            table = table.cast(pa.schema([("b", pa.binary())]))
+            options = {"use_dictionary": False, "column_encoding": {"b": "DELTA_BYTE_ARRAY"}}
+        else:
+            options = {"use_dictionary": True}
+        # Without the Arrow schema, the column is read as binary, its values built.
+        pq.write_table(table, path, store_schema=False, **options)
+
+    outcomes = sweep(tmp_path, reader, write, one_value_repeated)
+    assert (tmp_path / "big").stat().st_size < 1 << 20
+    check(outcomes)
 
 
 def test_the_ipc_reader_never_aborts_on_a_large_body(tmp_path: Path) -> None:

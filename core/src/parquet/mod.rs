@@ -14,6 +14,7 @@ use arrow_schema::{DataType, FieldRef};
 
 mod body;
 mod dictionary;
+mod expansion;
 mod footer;
 mod options;
 mod page_header;

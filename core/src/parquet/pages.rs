@@ -19,6 +19,7 @@ use ::parquet::file::serialized_reader::SerializedPageReader;
 use bytes::Bytes;
 
 use super::body::{swap_body, Body};
+use super::expansion::{Expansion, Levels, MeasuredPages};
 use super::page_header::{PageSizes, WatchedSource};
 use super::reader::codec_name;
 use super::source::ParquetSource;
@@ -47,6 +48,14 @@ impl Default for ParquetLimits {
 /// as strings, so the reader takes this one back after a failed read.
 pub(crate) type Failure = Arc<Mutex<Option<Error>>>;
 
+/// Keeps `e` as the read's failure (the first one stays) and gives the crate its message.
+pub(crate) fn record_failure(failure: &Failure, e: Error) -> ParquetError {
+    let message = e.to_string();
+    let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
+    slot.get_or_insert(e);
+    ParquetError::General(message)
+}
+
 /// Row groups of one file whose zstd pages are decompressed with pooled contexts.
 pub(crate) struct PooledRowGroups {
     pub source: ParquetSource,
@@ -55,6 +64,9 @@ pub(crate) struct PooledRowGroups {
     pub pool: ContextPool,
     pub limits: ParquetLimits,
     pub failure: Failure,
+    /// For each leaf column, whether the crate reads it into a dictionary array (which holds
+    /// each value once) rather than building its values (see [`Expansion`]).
+    pub read_as_dictionary: Arc<[bool]>,
 }
 
 impl RowGroups for PooledRowGroups {
@@ -74,6 +86,11 @@ impl RowGroups for PooledRowGroups {
             pool: self.pool.clone(),
             limits: self.limits,
             failure: self.failure.clone(),
+            read_as_dictionary: self
+                .read_as_dictionary
+                .get(column)
+                .copied()
+                .unwrap_or(false),
         }))
     }
 
@@ -95,6 +112,7 @@ struct ColumnPages {
     pool: ContextPool,
     limits: ParquetLimits,
     failure: Failure,
+    read_as_dictionary: bool,
 }
 
 impl Iterator for ColumnPages {
@@ -109,7 +127,30 @@ impl Iterator for ColumnPages {
 impl PageIterator for ColumnPages {}
 
 impl ColumnPages {
+    /// A chunk's pages, decompressed, and measured first where the column holds strings or
+    /// binaries (see [`Expansion`]).
     fn open(&self, group_index: usize) -> ::parquet::errors::Result<Box<dyn PageReader>> {
+        let pages = self.open_pages(group_index)?;
+        let descr = self
+            .metadata
+            .row_group(group_index)
+            .column(self.column)
+            .column_descr();
+        if descr.physical_type() != ::parquet::basic::Type::BYTE_ARRAY {
+            return Ok(pages);
+        }
+        let levels = Levels {
+            max_rep: descr.max_rep_level(),
+            max_def: descr.max_def_level(),
+        };
+        Ok(Box::new(MeasuredPages {
+            inner: pages,
+            expansion: Expansion::new(levels, self.read_as_dictionary),
+            failure: self.failure.clone(),
+        }))
+    }
+
+    fn open_pages(&self, group_index: usize) -> ::parquet::errors::Result<Box<dyn PageReader>> {
         let group = self.metadata.row_group(group_index);
         let chunk = group.column(self.column);
         let rows = usize::try_from(group.num_rows()).map_err(|_| {
@@ -427,12 +468,9 @@ impl PageReader for CompressedPages {
         let Some(page) = self.inner.get_next_page()? else {
             return Ok(None);
         };
-        self.decompress(page).map(Some).map_err(|e| {
-            let message = e.to_string();
-            let mut slot = self.failure.lock().unwrap_or_else(|p| p.into_inner());
-            slot.get_or_insert(e);
-            ParquetError::General(message)
-        })
+        self.decompress(page)
+            .map(Some)
+            .map_err(|e| record_failure(&self.failure, e))
     }
 
     fn peek_next_page(&mut self) -> ::parquet::errors::Result<Option<PageMetadata>> {

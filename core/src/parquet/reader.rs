@@ -411,7 +411,23 @@ impl ParquetFile {
             pool: self.pool.clone(),
             limits: self.limits,
             failure: failure.clone(),
+            read_as_dictionary: self.read_as_dictionary(),
         }
+    }
+
+    /// For each leaf column, whether it is read into a dictionary array: a top-level
+    /// dictionary column's.
+    fn read_as_dictionary(&self) -> Arc<[bool]> {
+        let descr = self.metadata.file_metadata().schema_descr();
+        (0..descr.num_columns())
+            .map(|leaf| {
+                let root = descr.get_column_root_idx(leaf);
+                self.schema.fields().get(root).is_some_and(|f| {
+                    matches!(f.data_type(), DataType::Dictionary(..))
+                        && descr.column(leaf).max_rep_level() == 0
+                })
+            })
+            .collect()
     }
 
     /// Every row group asked for (all by default), one batch each, with the projection's

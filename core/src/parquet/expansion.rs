@@ -1,0 +1,513 @@
+//! What a string or binary column's pages decode to, known before the parquet crate decodes
+//! them. Such a page can decode to far more than its own bytes: a dictionary index repeats a
+//! long dictionary value, and DELTA_BYTE_ARRAY repeats a prefix of the value before. A file
+//! of a few hundred bytes can so declare terabytes, and the crate builds its values in a
+//! buffer it grows infallibly, so an allocation that fails there aborts the process. Each page
+//! of such a chunk is measured here first (the dictionary indices summed over the dictionary
+//! values' lengths, the delta prefixes summed), and the chunk's running total is reserved
+//! fallibly, twice over for the crate's doubling growth, before the crate sees the page: a
+//! read that cannot be held fails as a `MemoryError`. The reservation is given back at once,
+//! a check rather than a guarantee, as the decode reservation in the reader is.
+//!
+//! Hand-written because the parquet crate's decoders for these encodings are not public
+//! (its `encodings` module needs its `experimental` feature), and because only sums are
+//! needed, which take one pass with no output.
+
+use ::parquet::basic::Encoding;
+use ::parquet::column::page::{Page, PageMetadata, PageReader};
+
+use crate::error::{Error, Result};
+
+use super::pages::{record_failure, Failure};
+
+/// The levels a chunk's pages carry before their values (v1 pages).
+#[derive(Clone, Copy)]
+pub(crate) struct Levels {
+    pub max_rep: i16,
+    pub max_def: i16,
+}
+
+/// The running measure of one string or binary column chunk.
+pub(crate) struct Expansion {
+    levels: Levels,
+    /// The chunk's dictionary values' lengths.
+    lengths: Vec<u32>,
+    /// What the chunk's pages decode to so far.
+    decoded: u64,
+    /// Whether the crate builds this column's values (not a dictionary array, which holds each
+    /// value once); a dictionary array is expanded too when a page is not dictionary-encoded.
+    expands: bool,
+}
+
+impl Expansion {
+    pub fn new(levels: Levels, read_as_dictionary: bool) -> Self {
+        Expansion {
+            levels,
+            lengths: Vec::new(),
+            decoded: 0,
+            expands: !read_as_dictionary,
+        }
+    }
+
+    /// Measures `page` and reserves what the chunk decodes to with it.
+    pub fn check(&mut self, page: &Page) -> Result<()> {
+        let (values, encoding, num_values) = match page {
+            Page::DictionaryPage {
+                buf, num_values, ..
+            } => {
+                self.lengths = plain_lengths(buf, *num_values)?;
+                // The crate copies the dictionary into an array of its own: its values and
+                // an offset each.
+                let need = (buf.len() as u64)
+                    .saturating_add(8u64.saturating_mul(self.lengths.len() as u64));
+                return reserve(need, || {
+                    Error::Memory(format!(
+                        "the column's dictionary of {} bytes cannot be decoded: its copy cannot \
+                         be allocated",
+                        buf.len()
+                    ))
+                });
+            }
+            Page::DataPage {
+                buf,
+                num_values,
+                encoding,
+                def_level_encoding,
+                rep_level_encoding,
+                ..
+            } => {
+                let mut at = 0usize;
+                for (max, level_encoding) in [
+                    (self.levels.max_rep, rep_level_encoding),
+                    (self.levels.max_def, def_level_encoding),
+                ] {
+                    if max > 0 {
+                        at = at.saturating_add(levels_len(
+                            buf.get(at..).unwrap_or_default(),
+                            *level_encoding,
+                            max,
+                            *num_values,
+                        ));
+                    }
+                }
+                (buf.get(at..).unwrap_or_default(), *encoding, *num_values)
+            }
+            Page::DataPageV2 {
+                buf,
+                num_values,
+                encoding,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                ..
+            } => {
+                let at =
+                    (*def_levels_byte_len as usize).saturating_add(*rep_levels_byte_len as usize);
+                (buf.get(at..).unwrap_or_default(), *encoding, *num_values)
+            }
+        };
+        let bytes = match encoding {
+            Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY => {
+                dictionary_bytes(values, &self.lengths)
+            }
+            Encoding::DELTA_BYTE_ARRAY => {
+                self.expands = true;
+                delta_prefix_bytes(values, num_values).saturating_add(values.len() as u64)
+            }
+            _ => {
+                // PLAIN and DELTA_LENGTH_BYTE_ARRAY decode to at most their own bytes; a
+                // dictionary array meeting such a page expands what it held.
+                self.expands = true;
+                values.len() as u64
+            }
+        };
+        self.decoded = self.decoded.saturating_add(bytes);
+        if !self.expands {
+            return Ok(());
+        }
+        let decoded = self.decoded;
+        reserve(decoded.saturating_mul(2), || {
+            Error::Memory(format!(
+                "the column's pages decode to {decoded} bytes of values, which cannot be allocated"
+            ))
+        })
+    }
+}
+
+/// Reserves `need` bytes and gives them back: whether they can be allocated now.
+fn reserve(need: u64, refused: impl Fn() -> Error) -> Result<()> {
+    let need = usize::try_from(need).map_err(|_| refused())?;
+    let mut probe: Vec<u8> = Vec::new();
+    probe.try_reserve_exact(need).map_err(|_| refused())
+}
+
+/// The lengths of a PLAIN byte-array dictionary's values (a 4-byte length before each), as
+/// many as are whole in `buf`; a shorter dictionary is the crate's to report.
+fn plain_lengths(buf: &[u8], num_values: u32) -> Result<Vec<u32>> {
+    let mut lengths = Vec::new();
+    lengths.try_reserve_exact((num_values as usize).min(buf.len() / 4))?;
+    let mut rest = buf;
+    while lengths.len() < num_values as usize {
+        let Some((len, tail)) = rest.split_first_chunk::<4>() else {
+            break;
+        };
+        let len = u32::from_le_bytes(*len);
+        let Some(tail) = tail.get(len as usize..) else {
+            break;
+        };
+        lengths.push(len);
+        rest = tail;
+    }
+    Ok(lengths)
+}
+
+/// The bytes a v1 page's levels take: RLE levels after their 4-byte length, bit-packed ones
+/// (deprecated) `num_values` of the level's width.
+fn levels_len(buf: &[u8], encoding: Encoding, max: i16, num_values: u32) -> usize {
+    match encoding {
+        Encoding::RLE => buf.first_chunk::<4>().map_or(0, |n| {
+            4usize.saturating_add(u32::from_le_bytes(*n) as usize)
+        }),
+        _ => {
+            let width = 16 - (max as u16).leading_zeros() as usize;
+            (num_values as usize).saturating_mul(width).div_ceil(8)
+        }
+    }
+}
+
+/// A ULEB128 varint at the start of `buf`, and its length.
+fn varint(buf: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for (i, &b) in buf.iter().enumerate().take(10) {
+        value |= u64::from(b & 0x7f) << (7 * i);
+        if b & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+fn zigzag(v: u64) -> i64 {
+    (v >> 1) as i64 ^ -((v & 1) as i64)
+}
+
+/// The `index`-th value of `width` bits packed LSB first in `buf` (zero past its end).
+fn unpack(buf: &[u8], width: usize, index: usize) -> u64 {
+    let bit = index * width;
+    let mut word = [0u8; 16];
+    let from = bit / 8;
+    let avail = buf.len().saturating_sub(from).min(16);
+    word[..avail].copy_from_slice(&buf[from..from + avail]);
+    let wide = u128::from_le_bytes(word) >> (bit % 8);
+    let mask = if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    };
+    (wide as u64) & mask
+}
+
+/// The bytes an RLE_DICTIONARY values section decodes to: each index's dictionary value's
+/// length, summed. An index past the dictionary counts nothing (the crate refuses it); the
+/// padding of a last bit-packed run counts, an over-estimate of at most seven values.
+fn dictionary_bytes(values: &[u8], lengths: &[u32]) -> u64 {
+    let Some((&width, mut rest)) = values.split_first() else {
+        return 0;
+    };
+    let width = width as usize;
+    if width > 32 {
+        return 0;
+    }
+    let length = |i: u64| {
+        usize::try_from(i)
+            .ok()
+            .and_then(|i| lengths.get(i))
+            .map_or(0, |&l| u64::from(l))
+    };
+    let mut total = 0u64;
+    while let Some((header, n)) = varint(rest) {
+        rest = &rest[n..];
+        if header & 1 == 1 {
+            // Bit-packed: (header >> 1) groups of eight values, `width` bytes a group.
+            let bytes = (header >> 1).saturating_mul(width as u64);
+            let take = usize::try_from(bytes).map_or(rest.len(), |b| b.min(rest.len()));
+            // At width 0 every index is 0, and the run holds no bytes.
+            let count = (take * 8).checked_div(width).unwrap_or(0);
+            if width == 0 {
+                let values = (header >> 1).saturating_mul(8);
+                total = total.saturating_add(values.saturating_mul(length(0)));
+            }
+            for k in 0..count {
+                total = total.saturating_add(length(unpack(&rest[..take], width, k)));
+            }
+            rest = &rest[take..];
+        } else {
+            // A run: (header >> 1) times one value, in ceil(width / 8) bytes.
+            let bytes = width.div_ceil(8);
+            let Some(value) = rest.get(..bytes) else {
+                break;
+            };
+            let mut word = [0u8; 8];
+            word[..bytes].copy_from_slice(value);
+            total = total
+                .saturating_add((header >> 1).saturating_mul(length(u64::from_le_bytes(word))));
+            rest = &rest[bytes..];
+        }
+    }
+    total
+}
+
+/// The sum of a DELTA_BYTE_ARRAY page's prefix lengths: the DELTA_BINARY_PACKED stream its
+/// values section starts with, at most `num_values` of them. Negative lengths (corrupt, the
+/// crate's to refuse) count nothing; a miniblock of width 0 is summed in closed form, so a
+/// hostile count costs no loop.
+fn delta_prefix_bytes(buf: &[u8], num_values: u32) -> u64 {
+    let mut rest = buf;
+    let mut next = || -> Option<u64> {
+        let (v, n) = varint(rest)?;
+        rest = &rest[n..];
+        Some(v)
+    };
+    let (Some(block), Some(miniblocks), Some(count), Some(first)) =
+        (next(), next(), next(), next())
+    else {
+        return 0;
+    };
+    let first = zigzag(first);
+    let count = count.min(u64::from(num_values));
+    if count == 0 || miniblocks == 0 || block == 0 || block % miniblocks != 0 {
+        return 0;
+    }
+    let per_mini = block / miniblocks;
+    let add = |total: &mut u64, v: i64| *total = total.saturating_add(v.max(0) as u64);
+    let mut total = 0u64;
+    add(&mut total, first);
+    let mut last = first;
+    let mut left = count - 1;
+    while left > 0 {
+        let Some((min_delta, n)) = varint(rest) else {
+            break;
+        };
+        rest = &rest[n..];
+        let min_delta = zigzag(min_delta);
+        let Ok(m) = usize::try_from(miniblocks) else {
+            break;
+        };
+        let Some(widths) = rest.get(..m) else {
+            break;
+        };
+        let widths = widths.to_vec();
+        rest = &rest[m..];
+        for width in widths {
+            if left == 0 {
+                break;
+            }
+            let width = width as usize;
+            if width > 64 {
+                return total;
+            }
+            let values = per_mini.min(left);
+            if width == 0 {
+                // last + d, last + 2d, ..., last + values·d, summed without a loop.
+                let v = values as i128;
+                let sum = v * last as i128 + (v * (v + 1) / 2) * min_delta as i128;
+                total = total.saturating_add(sum.clamp(0, u64::MAX as i128) as u64);
+                last = (last as i128 + v * min_delta as i128)
+                    .clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+            } else {
+                let bytes = usize::try_from(per_mini.saturating_mul(width as u64).div_ceil(8))
+                    .unwrap_or(usize::MAX);
+                let Some(packed) = rest.get(..bytes.min(rest.len())) else {
+                    return total;
+                };
+                let whole = (packed.len() * 8 / width) as u64;
+                for k in 0..values.min(whole) {
+                    let delta = unpack(packed, width, k as usize) as i64;
+                    last = last.wrapping_add(min_delta).wrapping_add(delta);
+                    add(&mut total, last);
+                }
+                if whole < values {
+                    return total;
+                }
+                rest = &rest[packed.len()..];
+            }
+            left -= values;
+        }
+    }
+    total
+}
+
+/// A string or binary chunk's pages, each measured before the crate decodes it.
+pub(crate) struct MeasuredPages {
+    pub inner: Box<dyn PageReader>,
+    pub expansion: Expansion,
+    pub failure: Failure,
+}
+
+impl Iterator for MeasuredPages {
+    type Item = ::parquet::errors::Result<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
+    }
+}
+
+impl PageReader for MeasuredPages {
+    fn get_next_page(&mut self) -> ::parquet::errors::Result<Option<Page>> {
+        let Some(page) = self.inner.get_next_page()? else {
+            return Ok(None);
+        };
+        match self.expansion.check(&page) {
+            Ok(()) => Ok(Some(page)),
+            Err(e) => Err(record_failure(&self.failure, e)),
+        }
+    }
+
+    fn peek_next_page(&mut self) -> ::parquet::errors::Result<Option<PageMetadata>> {
+        self.inner.peek_next_page()
+    }
+
+    fn skip_next_page(&mut self) -> ::parquet::errors::Result<()> {
+        self.inner.skip_next_page()
+    }
+
+    fn at_record_boundary(&mut self) -> ::parquet::errors::Result<bool> {
+        self.inner.at_record_boundary()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A hybrid RLE/bit-packed stream of `indices` at `width` bits: bit-packed groups of eight,
+    /// then the rest as one-value runs.
+    fn hybrid(indices: &[u32], width: u8) -> Vec<u8> {
+        let mut out = vec![width];
+        let groups = indices.len() / 8;
+        if groups > 0 {
+            out.push(((groups as u8) << 1) | 1);
+            let mut bits = 0u128;
+            let mut nbits = 0;
+            for &i in &indices[..groups * 8] {
+                bits |= u128::from(i) << nbits;
+                nbits += width as usize;
+                while nbits >= 8 {
+                    out.push(bits as u8);
+                    bits >>= 8;
+                    nbits -= 8;
+                }
+            }
+        }
+        for &i in &indices[groups * 8..] {
+            out.push(1 << 1);
+            out.extend_from_slice(&i.to_le_bytes()[..(width as usize).div_ceil(8)]);
+        }
+        out
+    }
+
+    #[test]
+    fn dictionary_pages_sum_the_lengths_their_indices_name() {
+        let lengths = [3, 1000, 0, 7];
+        let indices: Vec<u32> = (0..21).map(|i| (i * 7) % 4).collect();
+        let want: u64 = indices
+            .iter()
+            .map(|&i| u64::from(lengths[i as usize]))
+            .sum();
+        assert_eq!(dictionary_bytes(&hybrid(&indices, 2), &lengths), want);
+        assert_eq!(dictionary_bytes(&hybrid(&indices, 9), &lengths), want);
+        // A run of a million repeats of the long value, in three bytes.
+        let run = [2u8, 0x80, 0x89, 0x7a, 0x01];
+        assert_eq!(varint(&run[1..]), Some((2_000_000, 3)));
+        assert_eq!(dictionary_bytes(&run, &lengths), 1_000_000 * 1000);
+        // Truncations and nonsense never panic, and count what is whole.
+        let bytes = hybrid(&indices, 2);
+        for cut in 0..bytes.len() {
+            assert!(dictionary_bytes(&bytes[..cut], &lengths) <= want);
+        }
+        assert_eq!(dictionary_bytes(&[40, 1, 2, 3], &lengths), 0);
+    }
+
+    #[test]
+    fn plain_dictionaries_give_their_lengths() {
+        let mut buf = Vec::new();
+        for v in ["ab", "", "xyz"] {
+            buf.extend_from_slice(&(v.len() as u32).to_le_bytes());
+            buf.extend_from_slice(v.as_bytes());
+        }
+        assert_eq!(plain_lengths(&buf, 3).unwrap(), vec![2, 0, 3]);
+        assert_eq!(plain_lengths(&buf[..buf.len() - 1], 3).unwrap(), vec![2, 0]);
+        assert_eq!(plain_lengths(&buf, 9).unwrap(), vec![2, 0, 3]);
+    }
+
+    fn uleb(out: &mut Vec<u8>, mut v: u64) {
+        loop {
+            let b = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(b);
+                return;
+            }
+            out.push(b | 0x80);
+        }
+    }
+
+    /// A DELTA_BINARY_PACKED stream of `values`: blocks of `block` values in one miniblock.
+    fn delta(values: &[i64], block: u64) -> Vec<u8> {
+        let zz = |v: i64| ((v << 1) ^ (v >> 63)) as u64;
+        let mut out = Vec::new();
+        uleb(&mut out, block);
+        uleb(&mut out, 1);
+        uleb(&mut out, values.len() as u64);
+        uleb(&mut out, zz(values[0]));
+        for chunk in values.windows(2).collect::<Vec<_>>().chunks(block as usize) {
+            let deltas: Vec<i64> = chunk.iter().map(|w| w[1] - w[0]).collect();
+            let min = *deltas.iter().min().unwrap();
+            uleb(&mut out, zz(min));
+            let max = deltas.iter().map(|d| (d - min) as u64).max().unwrap();
+            let width = 64 - max.leading_zeros() as usize;
+            out.push(width as u8);
+            let mut bits = 0u128;
+            let mut nbits = 0;
+            for i in 0..block as usize {
+                let d = deltas.get(i).map_or(0, |d| (d - min) as u64);
+                bits |= u128::from(d) << nbits;
+                nbits += width;
+                while nbits >= 8 {
+                    out.push(bits as u8);
+                    bits >>= 8;
+                    nbits -= 8;
+                }
+            }
+            if nbits > 0 {
+                out.push(bits as u8);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn delta_prefixes_are_summed() {
+        let prefixes: Vec<i64> = (0..300).map(|i| (i * 37) % 91).collect();
+        let want: u64 = prefixes.iter().map(|&p| p as u64).sum();
+        let stream = delta(&prefixes, 128);
+        assert_eq!(delta_prefix_bytes(&stream, 300), want);
+        // At most the page's own count.
+        let first_ten: u64 = prefixes[..10].iter().map(|&p| p as u64).sum();
+        assert_eq!(delta_prefix_bytes(&stream, 10), first_ten);
+        // Constant prefixes pack at width 0 and are summed in closed form: a billion repeats
+        // of a megabyte prefix, in one miniblock of a billion values, is a petabyte, counted
+        // at once.
+        let mut constant = Vec::new();
+        for v in [1_000_000_000, 1, 1_000_000_000, 2 << 20, 0] {
+            uleb(&mut constant, v);
+        }
+        constant.push(0);
+        assert_eq!(
+            delta_prefix_bytes(&constant, u32::MAX),
+            1_000_000_000 * (1 << 20)
+        );
+        for cut in 0..stream.len() {
+            assert!(delta_prefix_bytes(&stream[..cut], 300) <= want);
+        }
+    }
+}
