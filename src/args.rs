@@ -8,12 +8,11 @@
 //! itself names the argument and the value. What is accepted is unchanged: the same
 //! conversion runs, and only its error is replaced.
 
-use pyo3::exceptions::{PyOverflowError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
 use crate::buffer::type_name;
-use crate::errors::{parameter, wrong_type};
+use crate::errors::{is_overflow, is_type_error, parameter, wrong_type};
 
 /// An argument's name, as a type, so that one generic converter serves every argument.
 pub trait Name {
@@ -72,7 +71,7 @@ pub fn arg<'a, N: Name, T: Named<'a>>(obj: &'a Bound<'_, PyAny>) -> PyResult<T> 
 /// not an int, and for an int out of range the `ParameterError` every other out-of-range
 /// value raises.
 fn int_error(obj: &Bound<'_, PyAny>, name: &str, err: PyErr, unsigned: bool) -> PyErr {
-    if !err.is_instance_of::<PyOverflowError>(obj.py()) {
+    if !is_overflow(obj.py(), &err) {
         return wrong_type(format!("{name} must be an int, not {}", type_name(obj)));
     }
     let shown = obj.str().map(|s| s.to_string()).unwrap_or_default();
@@ -112,7 +111,7 @@ impl<'a, T: Named<'a>> Named<'a> for Option<T> {
             // Only the message about this value itself, not one about an element of it.
             let py = obj.py();
             let text = e.value(py).to_string();
-            if e.is_instance_of::<PyTypeError>(py) && text.starts_with(&format!("{name} must ")) {
+            if is_type_error(py, &e) && text.starts_with(&format!("{name} must ")) {
                 wrong_type(text.replacen(", not ", " or None, not ", 1))
             } else {
                 e

@@ -191,6 +191,16 @@ pub fn index(msg: impl Into<String>) -> PyErr {
     PyIndexError::new_err(msg.into())
 }
 
+/// Whether `err` is an `OverflowError` (an int out of a conversion's range).
+pub fn is_overflow(py: Python<'_>, err: &PyErr) -> bool {
+    err.is_instance_of::<PyOverflowError>(py)
+}
+
+/// Whether `err` is a `TypeError`.
+pub fn is_type_error(py: Python<'_>, err: &PyErr) -> bool {
+    err.is_instance_of::<PyTypeError>(py)
+}
+
 /// An output larger than a Python bytes object can be.
 pub fn too_large_for_bytes() -> PyErr {
     PyOverflowError::new_err("output too large for bytes")

@@ -146,7 +146,11 @@ def _parquet_bytes() -> bytes:
 @pytest.mark.parametrize(
     ("call", "cls", "message"),
     [
-        (lambda: zstdpool.compress(b"x", 2**70), errors.ParameterError, "level is out of range: 1180"),
+        (
+            lambda: zstdpool.compress(b"x", 2**70),
+            errors.ParameterError,
+            "level is out of range: 1180",
+        ),
         (lambda: zstdpool.compress(b"x", "3"), TypeError, "level must be an int, not str"),
         (
             lambda: zstdpool.compress(b"x", window_log=-(2**70)),

@@ -208,9 +208,7 @@ def test_int96_timestamps_outside_the_nanosecond_range_read_as_pyarrow_reads_the
     when = [datetime.datetime(3000, 1, 1), datetime.datetime(1600, 6, 1), None]
     table = pa.table({"t": pa.array(when, pa.timestamp("ms"))})
     sink = io.BytesIO()
-    pq.write_table(
-        table, sink, use_deprecated_int96_timestamps=True, store_schema=store_schema
-    )
+    pq.write_table(table, sink, use_deprecated_int96_timestamps=True, store_schema=store_schema)
     data = sink.getvalue()
     theirs = pq.read_table(io.BytesIO(data))
     ours = zp.read_table(data)

@@ -719,11 +719,14 @@ const _: () = {
 };
 
 /// Whether a column chunk's dictionary page offset is one that old writers put in the footer
-/// without a dictionary page there: 0 (PARQUET-816), or anything not before the first data
-/// page. The parquet crate would start reading the chunk at that offset (at offset 0, the
-/// file's magic bytes); parquet-cpp, and so pyarrow, ignores such an offset, as this reader does.
+/// without a dictionary page there: 0 (PARQUET-816), or one past the first data page. The
+/// parquet crate would start reading the chunk at that offset (at offset 0, the file's magic
+/// bytes); parquet-cpp, and so pyarrow, ignores such an offset, as this reader does. A chunk
+/// without data pages (an empty table's, whose data page offset pyarrow writes as 0) keeps
+/// its dictionary offset.
 fn legacy_dictionary_offset(c: &ColumnChunkMetaData) -> bool {
-    matches!(c.dictionary_page_offset(), Some(o) if o <= 0 || o >= c.data_page_offset())
+    let data = c.data_page_offset();
+    matches!(c.dictionary_page_offset(), Some(o) if o <= 0 || (data > 0 && o > data))
 }
 
 /// `metadata` with every legacy dictionary page offset dropped (see
