@@ -127,15 +127,9 @@ pub fn writer_keywords<'py>(
         }
     };
     o.spark_names = spark;
-    // INT96 is what Spark read before Parquet had timestamp types; the parquet crate cannot
-    // write it. Under flavor="spark" timestamps are stored in microseconds, which Spark reads.
-    if kw.flag("use_deprecated_int96_timestamps", false)? {
-        return Err(errors::unsupported(
-            "use_deprecated_int96_timestamps=True: zstdpool cannot write INT96 timestamps (the \
-             parquet crate has no INT96 writer); timestamps are stored as INT64, which Spark \
-             2.3 and later, Hive, Impala, polars and duckdb read",
-        ));
-    }
+    // INT96 is what Spark before 2.3, Hive and Impala read timestamps as; pyarrow writes it
+    // when asked and, unless told otherwise, under flavor="spark".
+    o.int96_timestamps = kw.flag("use_deprecated_int96_timestamps", spark)?;
 
     o.compression = codecs(kw.get("compression"), kw.get("compression_level"))?;
     o.dictionary = switches(kw.get("use_dictionary"), "use_dictionary")?;

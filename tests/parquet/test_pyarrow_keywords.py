@@ -221,9 +221,77 @@ def test_page_checksums_are_verified_by_pyarrow(tmp_path: Path) -> None:
 
 def test_spark_flavor_names_and_units() -> None:
     table = pa.table({"a b": [1], "c=d;": pa.array([1_000], pa.timestamp("ns"))})
-    back = pq.read_table(io.BytesIO(zp.write_table(table, flavor="spark")))
+    data = zp.write_table(table, flavor="spark")
+    back = pq.read_table(io.BytesIO(data))
     assert back.column_names == ["a_b", "c_d_"]
-    assert back.schema.field("c_d_").type == pa.timestamp("us")
+    # INT96 timestamps, as pyarrow writes them under the flavor unless told otherwise.
+    assert column(data, "c_d_").physical_type == "INT96"
+    assert back.equals(pq.read_table(io.BytesIO(pyarrows(table, flavor="spark"))))
+    data = zp.write_table(table, flavor="spark", use_deprecated_int96_timestamps=False)
+    assert pq.read_table(io.BytesIO(data)).schema.field("c_d_").type == pa.timestamp("us")
+
+
+def _int96_table(unit: str) -> pa.Table:
+    """Timestamps in `unit` before 1970, past what nanoseconds since 1970 hold (but for "ns"),
+    with nulls, a time zone, and in a list."""
+    if unit == "ns":
+        values = [7_258_118_400_000_000_000, -8_520_336_000_123_456_789, None, -1]
+    else:
+        per_second = {"s": 1, "ms": 1_000, "us": 1_000_000}[unit]
+        values = [32_503_680_000 * per_second, -11_676_096_000 * per_second - 1, None, -1]
+    return pa.table(
+        {
+            "t": pa.array(values, pa.timestamp(unit)),
+            "z": pa.array(values, pa.timestamp(unit, tz="Europe/Paris")),
+            "l": pa.array(
+                [[v, v] if v is not None else None for v in values], pa.list_(pa.timestamp(unit))
+            ),
+            "x": [1, 2, 3, 4],
+        }
+    )
+
+
+@pytest.mark.parametrize("unit", ["s", "ms", "us", "ns"])
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"compression": "snappy"}, {"data_page_version": "2.0", "write_page_checksum": True}],
+)
+def test_int96_timestamps_are_the_values_pyarrow_writes(
+    unit: str, options: dict[str, Any], tmp_path: Path
+) -> None:
+    table = _int96_table(unit)
+    data = zp.write_table(table, use_deprecated_int96_timestamps=True, **options)
+    theirs = pyarrows(table, use_deprecated_int96_timestamps=True, **options)
+    for name in ["t", "z", "l"]:
+        chunk = column(data, name if name != "l" else "l.list.element")
+        assert chunk.physical_type == "INT96" and not chunk.is_stats_set
+    # Read by pyarrow in the unit written, the same values as from pyarrow's own file, and
+    # every reader reads all the rows.
+    read = lambda b: pq.read_table(io.BytesIO(b), coerce_int96_timestamp_unit=unit)  # noqa: E731
+    assert read(data).equals(read(theirs))
+    read_everywhere(data, tmp_path)
+    if options.get("write_page_checksum"):
+        pq.read_table(io.BytesIO(data), page_checksum_verification=True)
+    # zstdpool reads them back in the unit its stored Arrow schema gives: as written.
+    assert zp.read_table(data).equals(table)
+
+
+def test_int96_refuses_encodings_other_than_plain() -> None:
+    table = pa.table({"t": pa.array([1], pa.timestamp("ms"))})
+    with pytest.raises(ParameterError, match="INT96.*DELTA_BINARY_PACKED"):
+        zp.write_table(
+            table,
+            use_deprecated_int96_timestamps=True,
+            use_dictionary=False,
+            column_encoding={"t": "DELTA_BINARY_PACKED"},
+        )
+    data = zp.write_table(
+        table,
+        use_deprecated_int96_timestamps=True,
+        use_dictionary=False,
+        column_encoding={"t": "PLAIN"},
+    )
+    assert pq.read_table(io.BytesIO(data), coerce_int96_timestamp_unit="ms").equals(table)
 
 
 def test_lz4_takes_any_level_as_pyarrow_does() -> None:
@@ -282,7 +350,7 @@ def test_lz4_takes_any_level_as_pyarrow_does() -> None:
         ({"flavor": "hive"}, ParameterError, "flavor"),
         ({"writer_engine_version": "V3"}, ParameterError, "writer_engine_version"),
         ({"compression": "snappy", "compression_level": 3}, ParameterError, "compression_level"),
-        ({"use_deprecated_int96_timestamps": True}, NotImplementedError, "INT96"),
+        ({"use_deprecated_int96_timestamps": 1}, TypeError, "use_deprecated_int96_timestamps"),
         (
             {"use_content_defined_chunking": True},
             NotImplementedError,

@@ -16,6 +16,7 @@ mod body;
 mod dictionary;
 mod expansion;
 mod footer;
+mod int96;
 mod options;
 mod page_header;
 mod pages;

@@ -328,6 +328,8 @@ pub struct WriteOptions {
     pub bloom_filters: HashMap<String, Option<BloomFilter>>,
     /// pyarrow's `flavor="spark"`: top-level names with the characters Spark refuses get `_`.
     pub spark_names: bool,
+    /// pyarrow's `use_deprecated_int96_timestamps`: timestamps stored as INT96 (see `int96`).
+    pub int96_timestamps: bool,
     /// Whether a numeric column whose dictionary `dictionary` leaves on is dictionary-encoded
     /// only where a sample of its row group's values repeats (see `plain_or_dictionary`);
     /// false when the caller chose `use_dictionary` itself.
@@ -361,6 +363,7 @@ impl Default for WriteOptions {
             decimal_as_integer: true,
             bloom_filters: HashMap::new(),
             spark_names: false,
+            int96_timestamps: false,
             sample_dictionary: true,
         }
     }
@@ -389,6 +392,7 @@ impl WriteOptions {
         schema: &SchemaDescriptor,
         repaged: &[bool],
         sampled: &[bool],
+        int96: &[bool],
     ) -> Result<Properties> {
         if self.row_group_size == 0 {
             return Err(Error::Parameter(
@@ -483,6 +487,22 @@ impl WriteOptions {
                     path.clone(),
                     statistics(self.statistics.get(&path)),
                 );
+            if int96.get(i) == Some(&true) {
+                // Encoded as FIXED_LEN_BYTE_ARRAY(12) and declared INT96: PLAIN alone lays the
+                // values out as INT96's PLAIN does, and INT96 has no order for statistics.
+                if let Some(encoding) = self.encoding.get(&path).filter(|e| *e != Encoding::PLAIN) {
+                    return Err(Error::Parameter(format!(
+                        "column {:?} is stored as INT96 (use_deprecated_int96_timestamps) and \
+                         {encoding} (from column_encoding) does not encode that type",
+                        path.string()
+                    )));
+                }
+                b = b
+                    .set_column_dictionary_enabled(path.clone(), false)
+                    .set_column_statistics_enabled(path.clone(), EnabledStatistics::None)
+                    .set_column_encoding(path.clone(), Encoding::PLAIN);
+                continue;
+            }
             if let Some(encoding) = self.encoding.get(&path) {
                 if !encoding_fits(encoding, column.physical_type()) {
                     return Err(Error::Parameter(format!(

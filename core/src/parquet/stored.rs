@@ -86,8 +86,12 @@ fn unit_of(dt: &DataType) -> TimeUnit {
 }
 
 /// The unit a timestamp in `unit` is stored in: `coerce_timestamps` when given; else its own,
-/// but seconds as milliseconds, and nanoseconds as microseconds before version 2.6.
+/// but seconds as milliseconds, and nanoseconds as microseconds before version 2.6. As INT96,
+/// which holds nanoseconds, every unit is kept (its values exactly), as pyarrow keeps it.
 fn timestamp_unit(unit: TimeUnit, options: &WriteOptions) -> TimeUnit {
+    if options.int96_timestamps {
+        return unit;
+    }
     if let Some(to) = options.coerce_timestamps {
         return to;
     }
@@ -180,6 +184,17 @@ fn first_change(
 /// The Parquet schema of `schema` (the stored one), or an error naming the first column
 /// Parquet cannot hold.
 pub(crate) fn parquet_schema(schema: &Schema, options: &WriteOptions) -> Result<SchemaDescriptor> {
+    parquet_schema_as(schema, schema, options)
+}
+
+/// The Parquet schema of `schema`, what the column writers encode, with its leaves declared
+/// as the types of `stored` ask: a timestamp encoded as INT96 bytes (see `int96`) is an INT96
+/// leaf in the file.
+pub(crate) fn parquet_schema_as(
+    schema: &Schema,
+    stored: &Schema,
+    options: &WriteOptions,
+) -> Result<SchemaDescriptor> {
     // Refused before anything is written, rows or none: the crate converts both types to a
     // Parquet schema, then panics (width 0) or fails (intervals) at the first value.
     for field in schema.fields() {
@@ -228,7 +243,10 @@ pub(crate) fn parquet_schema(schema: &Schema, options: &WriteOptions) -> Result<
             return Err(whole);
         }
     };
-    if options.decimal_as_integer && !options.time_adjusted_to_utc && options.compliant_nested_types
+    if options.decimal_as_integer
+        && !options.time_adjusted_to_utc
+        && options.compliant_nested_types
+        && std::ptr::eq(schema, stored)
     {
         return Ok(converted);
     }
@@ -236,7 +254,7 @@ pub(crate) fn parquet_schema(schema: &Schema, options: &WriteOptions) -> Result<
     let fields = root
         .get_fields()
         .iter()
-        .zip(schema.fields())
+        .zip(stored.fields())
         .map(|(t, f)| adjust(f.data_type(), t, options, None).map(Arc::new))
         .collect::<Result<Vec<_>>>()?;
     let root = Type::group_type_builder(root.name())
@@ -266,6 +284,17 @@ fn adjust(dt: &DataType, t: &TypePtr, options: &WriteOptions, name: Option<&str>
             length = *type_length;
             precision = *p;
             scale = *s;
+        }
+        let timestamp = |t: &DataType| matches!(t, DataType::Timestamp(..));
+        let int96 = match dt {
+            DataType::Dictionary(_, v) => timestamp(v),
+            t => timestamp(t),
+        };
+        if options.int96_timestamps && int96 {
+            return Ok(Type::primitive_type_builder(name, Physical::INT96)
+                .with_repetition(info.repetition())
+                .with_id(id)
+                .build()?);
         }
         match &mut logical {
             Some(LogicalType::Decimal(d))

@@ -18,9 +18,10 @@ use arrow_array::{Array, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 
 use super::dictionary::{dictionary_pays, writes_given_dictionary, GivenDictionary};
+use super::int96;
 use super::options::{PageCodec, Properties, WriteOptions};
 use super::repage::{repage, CaptureFactory, EncodedChunk, PageCompression, Rewrites};
-use super::stored::{check_truncation, coarsens, parquet_schema, stored_schema};
+use super::stored::{check_truncation, coarsens, parquet_schema, parquet_schema_as, stored_schema};
 use crate::batch_schema::check_schema;
 use crate::context::{CompressParams, Compressor};
 use crate::error::{catch_panics, Error, Result};
@@ -38,6 +39,9 @@ pub struct ParquetWriter<W: Write + Send> {
     schema: SchemaRef,
     /// What is stored: `schema` with the types Parquet has no unit for coerced (see `coerce`).
     stored: SchemaRef,
+    /// What the column writers encode: `stored`, but with timestamps as their INT96 bytes
+    /// under `use_deprecated_int96_timestamps` (see `int96`).
+    encoded: SchemaRef,
     /// Per top-level field, how each of its leaf columns is written.
     leaves: Vec<Vec<LeafPlan>>,
     options: WriteOptions,
@@ -60,15 +64,26 @@ impl<W: Write + Send> ParquetWriter<W> {
         pool: &ContextPool,
     ) -> Result<Self> {
         let stored = Arc::new(stored_schema(&schema, &options));
-        let parquet_schema = parquet_schema(&stored, &options)?;
-        let leaves = leaf_plans(&parquet_schema, &stored, &options);
+        let encoded = match options.int96_timestamps {
+            true => Arc::new(int96::encoded_schema(&stored)),
+            false => stored.clone(),
+        };
+        // The file's schema, and the one the column writers encode (INT96 leaves as
+        // FIXED_LEN_BYTE_ARRAY there).
+        let file_schema = parquet_schema_as(&encoded, &stored, &options)?;
+        let encoder_schema = match options.int96_timestamps {
+            true => parquet_schema(&encoded, &options)?,
+            false => file_schema.clone(),
+        };
+        let leaves = leaf_plans(&file_schema, &stored, &options);
         let repaged: Vec<bool> = leaves.iter().flatten().map(|l| l.repaged).collect();
         let sampled: Vec<bool> = leaves.iter().flatten().map(|l| l.sampled).collect();
+        let int96: Vec<bool> = leaves.iter().flatten().map(|l| l.int96).collect();
         let Properties {
             file: mut props,
             columns,
             plain,
-        } = options.properties(&parquet_schema, &repaged, &sampled)?;
+        } = options.properties(&encoder_schema, &repaged, &sampled, &int96)?;
         if options.store_schema {
             add_encoded_arrow_schema_to_metadata(&stored, &mut props);
         }
@@ -86,18 +101,19 @@ impl<W: Write + Send> ParquetWriter<W> {
             }
         }
         let mut file =
-            SerializedFileWriter::new(sink, parquet_schema.root_schema_ptr(), Arc::new(props))?;
+            SerializedFileWriter::new(sink, file_schema.root_schema_ptr(), Arc::new(props))?;
         for kv in extra {
             file.append_key_value_metadata(kv);
         }
-        let factory = ColumnWriters::new(&parquet_schema, &stored, columns);
-        let plain = plain.map(|p| ColumnWriters::new(&parquet_schema, &stored, p));
+        let factory = ColumnWriters::new(&encoder_schema, &encoded, columns);
+        let plain = plain.map(|p| ColumnWriters::new(&encoder_schema, &encoded, p));
         Ok(ParquetWriter {
             file: Some(file),
             factory,
             plain,
             schema,
             stored,
+            encoded,
             leaves,
             options,
             pool: pool.clone(),
@@ -335,7 +351,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         }
         let total: usize = tasks.iter().map(|t| t.bytes).sum();
         let threads = resolve_threads(self.options.threads, total, tasks.len())?;
-        let schema = &self.stored;
+        let schema = &self.encoded;
         let checksum = self.options.page_checksum;
         let encoded = for_each_parallel(
             &tasks,
@@ -355,10 +371,16 @@ impl<W: Write + Send> ParquetWriter<W> {
             .file
             .as_mut()
             .ok_or_else(|| Error::Parquet("the writer is closed".into()))?;
+        let descriptors = file.schema_descr().columns().to_vec();
         let mut group = file.next_row_group()?;
-        for chunk in encoded.into_iter().flatten() {
+        for (chunk, descr) in encoded.into_iter().flatten().zip(descriptors) {
             match chunk {
-                EncodedChunk::Repaged { bytes, close } => group.append_column(&bytes, close)?,
+                EncodedChunk::Repaged { bytes, mut close } => {
+                    if descr.physical_type() == Physical::INT96 {
+                        close = int96::declare(close, descr)?;
+                    }
+                    group.append_column(&bytes, close)?
+                }
                 EncodedChunk::Native(chunk) => chunk.append_to_row_group(&mut group)?,
             }
         }
@@ -398,6 +420,9 @@ struct LeafPlan {
     sampled: bool,
     /// The bytes of a value as stored (a numeric column's).
     width: usize,
+    /// Whether it is an INT96 timestamp, encoded as FIXED_LEN_BYTE_ARRAY(12) and declared INT96
+    /// when its chunk is appended (which needs the repaging stage's close result).
+    int96: bool,
 }
 
 /// Makes the column writers of each row group: the parquet crate's factory, taking its
@@ -472,13 +497,16 @@ fn leaf_plans(
             Physical::INT64 | Physical::DOUBLE => 8,
             _ => 4,
         };
+        let int96 = column.physical_type() == Physical::INT96;
         out[root].push(LeafPlan {
             sampled,
             width,
             codec,
             repaged: matches!(codec, PageCodec::Zstd(_))
                 || options.page_checksum
-                || given_dictionary,
+                || given_dictionary
+                || int96,
+            int96,
             given_dictionary,
             nullable: column.max_def_level() > 0,
         });
@@ -498,7 +526,12 @@ fn encode_field(
     let mut leaves = std::mem::take(&mut *task.leaves.lock().unwrap_or_else(|p| p.into_inner()));
     let field = schema.field(task.field);
     for batch in batches {
-        let computed = compute_leaves(field, batch.column(task.field))?;
+        let column = batch.column(task.field);
+        let column = match column.data_type() == field.data_type() {
+            true => column.clone(),
+            false => int96::encode(column)?,
+        };
+        let computed = compute_leaves(field, &column)?;
         for (leaf, column) in computed.iter().zip(leaves.iter_mut()) {
             column.writer.write(leaf)?;
         }
