@@ -19,6 +19,7 @@ pub mod context;
 pub mod dataset;
 pub mod dict;
 pub mod error;
+pub mod headroom;
 pub mod ipc;
 pub mod output;
 pub mod pages;

@@ -4,10 +4,9 @@
 //! of a few hundred bytes can so declare terabytes, and the crate builds its values in a
 //! buffer it grows infallibly, so an allocation that fails there aborts the process. Each page
 //! of such a chunk is measured here first (the dictionary indices summed over the dictionary
-//! values' lengths, the delta prefixes summed), and the chunk's running total is reserved
-//! fallibly, twice over for the crate's doubling growth, before the crate sees the page: a
-//! read that cannot be held fails as a `MemoryError`. The reservation is given back at once,
-//! a check rather than a guarantee, as the decode reservation in the reader is.
+//! values' lengths, the delta prefixes summed), and whether the chunk's running total can be
+//! allocated, twice over for the crate's doubling growth, is asked (`headroom`) before the
+//! crate sees the page: a read that cannot be held fails as a `MemoryError`.
 //!
 //! Hand-written because the parquet crate's decoders for these encodings are not public
 //! (its `encodings` module needs its `experimental` feature), and because only sums are
@@ -30,8 +29,9 @@ pub(crate) struct Levels {
 /// The running measure of one string or binary column chunk.
 pub(crate) struct Expansion {
     levels: Levels,
-    /// The chunk's dictionary values' lengths.
+    /// The chunk's dictionary values' lengths, and the longest.
     lengths: Vec<u32>,
+    longest: u64,
     /// What the chunk's pages decode to so far.
     decoded: u64,
     /// Whether the crate builds this column's values (not a dictionary array, which holds each
@@ -44,6 +44,7 @@ impl Expansion {
         Expansion {
             levels,
             lengths: Vec::new(),
+            longest: 0,
             decoded: 0,
             expands: !read_as_dictionary,
         }
@@ -56,6 +57,7 @@ impl Expansion {
                 buf, num_values, ..
             } => {
                 self.lengths = plain_lengths(buf, *num_values)?;
+                self.longest = self.lengths.iter().copied().max().map_or(0, u64::from);
                 // The crate copies the dictionary into an array of its own: its values and
                 // an offset each.
                 let need = (buf.len() as u64)
@@ -107,17 +109,33 @@ impl Expansion {
         };
         let bytes = match encoding {
             Encoding::RLE_DICTIONARY | Encoding::PLAIN_DICTIONARY => {
-                dictionary_bytes(values, &self.lengths)
+                // Every index as long as the longest value bounds the page cheaply, without
+                // unpacking an index; only a page whose bound cannot be had is summed exactly
+                // (summing every index of every page costs a twentieth of a string column's
+                // read).
+                let bound = dictionary_bytes(values, &self.lengths, Some(self.longest));
+                let total = self.decoded.saturating_add(bound);
+                if !self.expands || crate::headroom::can_map(total.saturating_mul(2)) {
+                    self.decoded = total;
+                    return Ok(());
+                }
+                dictionary_bytes(values, &self.lengths, None)
             }
             Encoding::DELTA_BYTE_ARRAY => {
                 self.expands = true;
                 delta_prefix_bytes(values, num_values).saturating_add(values.len() as u64)
             }
             _ => {
-                // PLAIN and DELTA_LENGTH_BYTE_ARRAY decode to at most their own bytes; a
-                // dictionary array meeting such a page expands what it held.
+                // PLAIN and DELTA_LENGTH_BYTE_ARRAY decode to at most their own bytes, which
+                // the reader's decode check counted; a dictionary array meeting such a page
+                // expands what it held, and is checked from here on.
+                self.decoded = self.decoded.saturating_add(values.len() as u64);
+                let newly = !self.expands;
                 self.expands = true;
-                values.len() as u64
+                if !newly {
+                    return Ok(());
+                }
+                0
             }
         };
         self.decoded = self.decoded.saturating_add(bytes);
@@ -133,11 +151,12 @@ impl Expansion {
     }
 }
 
-/// Reserves `need` bytes and gives them back: whether they can be allocated now.
+/// Whether `need` bytes can be allocated now (see `headroom`), else the error `refused` makes.
 fn reserve(need: u64, refused: impl Fn() -> Error) -> Result<()> {
-    let need = usize::try_from(need).map_err(|_| refused())?;
-    let mut probe: Vec<u8> = Vec::new();
-    probe.try_reserve_exact(need).map_err(|_| refused())
+    match crate::headroom::can_map(need) {
+        true => Ok(()),
+        false => Err(refused()),
+    }
 }
 
 /// The lengths of a PLAIN byte-array dictionary's values (a 4-byte length before each), as
@@ -190,26 +209,33 @@ fn zigzag(v: u64) -> i64 {
     (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
-/// The `index`-th value of `width` bits packed LSB first in `buf` (zero past its end).
-fn unpack(buf: &[u8], width: usize, index: usize) -> u64 {
-    let bit = index * width;
-    let mut word = [0u8; 16];
-    let from = bit / 8;
-    let avail = buf.len().saturating_sub(from).min(16);
-    word[..avail].copy_from_slice(&buf[from..from + avail]);
-    let wide = u128::from_le_bytes(word) >> (bit % 8);
+/// Calls `each` with the first `count` values of `width` bits (at most 64) packed LSB first
+/// in `buf`, reading zeros past its end.
+fn unpack(buf: &[u8], width: usize, count: usize, mut each: impl FnMut(u64)) {
     let mask = if width >= 64 {
         u64::MAX
     } else {
         (1u64 << width) - 1
     };
-    (wide as u64) & mask
+    let (mut held, mut bits, mut at) = (0u128, 0usize, 0usize);
+    for _ in 0..count {
+        while bits < width {
+            held |= u128::from(buf.get(at).copied().unwrap_or(0)) << bits;
+            bits += 8;
+            at += 1;
+        }
+        each(held as u64 & mask);
+        held >>= width;
+        bits -= width;
+    }
 }
 
 /// The bytes an RLE_DICTIONARY values section decodes to: each index's dictionary value's
-/// length, summed. An index past the dictionary counts nothing (the crate refuses it); the
-/// padding of a last bit-packed run counts, an over-estimate of at most seven values.
-fn dictionary_bytes(values: &[u8], lengths: &[u32]) -> u64 {
+/// length, summed; or, with `longest`, a bound that takes each bit-packed index as that long
+/// (runs of one index are still exact). An index past the dictionary counts nothing (the
+/// crate refuses it); the padding of a last bit-packed run counts, an over-estimate of at most
+/// seven values.
+fn dictionary_bytes(values: &[u8], lengths: &[u32], longest: Option<u64>) -> u64 {
     let Some((&width, mut rest)) = values.split_first() else {
         return 0;
     };
@@ -231,14 +257,21 @@ fn dictionary_bytes(values: &[u8], lengths: &[u32]) -> u64 {
             let bytes = (header >> 1).saturating_mul(width as u64);
             let take = usize::try_from(bytes).map_or(rest.len(), |b| b.min(rest.len()));
             // At width 0 every index is 0, and the run holds no bytes.
-            let count = (take * 8).checked_div(width).unwrap_or(0);
-            if width == 0 {
-                let values = (header >> 1).saturating_mul(8);
-                total = total.saturating_add(values.saturating_mul(length(0)));
-            }
-            for k in 0..count {
-                total = total.saturating_add(length(unpack(&rest[..take], width, k)));
-            }
+            let count = match (take * 8).checked_div(width) {
+                Some(count) => count as u64,
+                None => (header >> 1).saturating_mul(8),
+            };
+            total = match (longest, width) {
+                (Some(longest), _) => total.saturating_add(count.saturating_mul(longest)),
+                (None, 0) => total.saturating_add(count.saturating_mul(length(0))),
+                (None, _) => {
+                    let mut sum = 0u64;
+                    unpack(&rest[..take], width, count as usize, |i| {
+                        sum = sum.saturating_add(length(i))
+                    });
+                    total.saturating_add(sum)
+                }
+            };
             rest = &rest[take..];
         } else {
             // A run: (header >> 1) times one value, in ceil(width / 8) bytes.
@@ -248,8 +281,8 @@ fn dictionary_bytes(values: &[u8], lengths: &[u32]) -> u64 {
             };
             let mut word = [0u8; 8];
             word[..bytes].copy_from_slice(value);
-            total = total
-                .saturating_add((header >> 1).saturating_mul(length(u64::from_le_bytes(word))));
+            let each = length(u64::from_le_bytes(word));
+            total = total.saturating_add((header >> 1).saturating_mul(each));
             rest = &rest[bytes..];
         }
     }
@@ -320,11 +353,10 @@ fn delta_prefix_bytes(buf: &[u8], num_values: u32) -> u64 {
                     return total;
                 };
                 let whole = (packed.len() * 8 / width) as u64;
-                for k in 0..values.min(whole) {
-                    let delta = unpack(packed, width, k as usize) as i64;
-                    last = last.wrapping_add(min_delta).wrapping_add(delta);
+                unpack(packed, width, values.min(whole) as usize, |delta| {
+                    last = last.wrapping_add(min_delta).wrapping_add(delta as i64);
                     add(&mut total, last);
-                }
+                });
                 if whole < values {
                     return total;
                 }
@@ -413,18 +445,25 @@ mod tests {
             .iter()
             .map(|&i| u64::from(lengths[i as usize]))
             .sum();
-        assert_eq!(dictionary_bytes(&hybrid(&indices, 2), &lengths), want);
-        assert_eq!(dictionary_bytes(&hybrid(&indices, 9), &lengths), want);
+        assert_eq!(dictionary_bytes(&hybrid(&indices, 2), &lengths, None), want);
+        assert_eq!(dictionary_bytes(&hybrid(&indices, 9), &lengths, None), want);
         // A run of a million repeats of the long value, in three bytes.
         let run = [2u8, 0x80, 0x89, 0x7a, 0x01];
         assert_eq!(varint(&run[1..]), Some((2_000_000, 3)));
-        assert_eq!(dictionary_bytes(&run, &lengths), 1_000_000 * 1000);
+        assert_eq!(dictionary_bytes(&run, &lengths, None), 1_000_000 * 1000);
+        assert_eq!(
+            dictionary_bytes(&run, &lengths, Some(1000)),
+            1_000_000 * 1000
+        );
         // Truncations and nonsense never panic, and count what is whole.
         let bytes = hybrid(&indices, 2);
         for cut in 0..bytes.len() {
-            assert!(dictionary_bytes(&bytes[..cut], &lengths) <= want);
+            assert!(dictionary_bytes(&bytes[..cut], &lengths, None) <= want);
         }
-        assert_eq!(dictionary_bytes(&[40, 1, 2, 3], &lengths), 0);
+        assert_eq!(dictionary_bytes(&[40, 1, 2, 3], &lengths, None), 0);
+        // The bound takes every bit-packed index as the longest value.
+        let bound = dictionary_bytes(&hybrid(&indices, 2), &lengths, Some(1000));
+        assert!(bound >= want && bound <= 24 * 1000, "{bound}");
     }
 
     #[test]

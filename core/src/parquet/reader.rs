@@ -470,7 +470,7 @@ impl ParquetFile {
                 let rows = self.metadata.row_group(g).num_rows().max(0) as usize;
                 let name = projection.schema.field(c).name();
                 catch_panics(&format!("decoding column '{name}'"), || {
-                    reserve_for_decode(self.metadata.row_group(g), &projection.roots[c].1)?;
+                    check_decode_headroom(self.metadata.row_group(g), &projection.roots[c].1)?;
                     let data_type = projection.schema.field(c).data_type();
                     decode(
                         &levels[c],
@@ -562,11 +562,11 @@ impl ParquetFile {
 /// Checks that decoding a column of a row group can have what it allocates for certain: a page
 /// decompressed, its values decoded, and levels for every value, as its footer sizes them. The
 /// parquet crate allocates its decoded values infallibly, so a read too large for the memory
-/// left (an address-space limit, a hostile footer) would abort the process there; reserved
-/// fallibly first, it fails as a `MemoryError` instead. The reservation is given back before
-/// the crate decodes: a check, not a guarantee, when other threads allocate meanwhile, and
-/// values that dictionaries or delta encodings expand beyond their pages are not foreseen.
-fn reserve_for_decode(group: &RowGroupMetaData, leaves: &[usize]) -> Result<()> {
+/// left (an address-space limit, a hostile footer) would abort the process there; asked first
+/// (`headroom`), it fails as a `MemoryError` instead: a check, not a guarantee, when other
+/// threads allocate meanwhile. Values that dictionaries or delta encodings expand beyond their
+/// pages are measured page by page (`expansion`).
+fn check_decode_headroom(group: &RowGroupMetaData, leaves: &[usize]) -> Result<()> {
     use ::parquet::basic::Type;
     let mut need = 0u64;
     for &leaf in leaves {
@@ -590,16 +590,13 @@ fn reserve_for_decode(group: &RowGroupMetaData, leaves: &[usize]) -> Result<()> 
             .saturating_add(pages.max(values.saturating_mul(slot)))
             .saturating_add(values.saturating_mul(4));
     }
-    let Ok(need) = usize::try_from(need) else {
-        return Err(Error::Memory(format!("decoding needs {need} bytes")));
-    };
-    let mut probe: Vec<u8> = Vec::new();
-    probe.try_reserve_exact(need).map_err(|_| {
-        Error::Memory(format!(
+    match crate::headroom::can_map(need) {
+        true => Ok(()),
+        false => Err(Error::Memory(format!(
             "decoding needs about {need} bytes (its pages decompressed, and its values), which \
              cannot be allocated"
-        ))
-    })
+        ))),
+    }
 }
 
 /// The schema the file's columns are read as: `schema`, from the file's `ARROW:schema`, with
