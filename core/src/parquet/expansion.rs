@@ -13,11 +13,11 @@
 //! needed, which take one pass with no output.
 
 use ::parquet::basic::Encoding;
-use ::parquet::column::page::{Page, PageMetadata, PageReader};
+use ::parquet::column::page::Page;
 
 use crate::error::{Error, Result};
 
-use super::pages::{record_failure, Failure};
+use super::pages::PageStep;
 
 /// The levels a chunk's pages carry before their values (v1 pages).
 #[derive(Clone, Copy)]
@@ -368,42 +368,10 @@ fn delta_prefix_bytes(buf: &[u8], num_values: u32) -> u64 {
     total
 }
 
-/// A string or binary chunk's pages, each measured before the crate decodes it.
-pub(crate) struct MeasuredPages {
-    pub inner: Box<dyn PageReader>,
-    pub expansion: Expansion,
-    pub failure: Failure,
-}
-
-impl Iterator for MeasuredPages {
-    type Item = ::parquet::errors::Result<Page>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.get_next_page().transpose()
-    }
-}
-
-impl PageReader for MeasuredPages {
-    fn get_next_page(&mut self) -> ::parquet::errors::Result<Option<Page>> {
-        let Some(page) = self.inner.get_next_page()? else {
-            return Ok(None);
-        };
-        match self.expansion.check(&page) {
-            Ok(()) => Ok(Some(page)),
-            Err(e) => Err(record_failure(&self.failure, e)),
-        }
-    }
-
-    fn peek_next_page(&mut self) -> ::parquet::errors::Result<Option<PageMetadata>> {
-        self.inner.peek_next_page()
-    }
-
-    fn skip_next_page(&mut self) -> ::parquet::errors::Result<()> {
-        self.inner.skip_next_page()
-    }
-
-    fn at_record_boundary(&mut self) -> ::parquet::errors::Result<bool> {
-        self.inner.at_record_boundary()
+impl PageStep for Expansion {
+    fn apply(&mut self, page: Page) -> Result<Page> {
+        self.check(&page)?;
+        Ok(page)
     }
 }
 

@@ -19,7 +19,7 @@ use ::parquet::file::serialized_reader::SerializedPageReader;
 use bytes::Bytes;
 
 use super::body::{swap_body, Body};
-use super::expansion::{Expansion, Levels, MeasuredPages};
+use super::expansion::{Expansion, Levels};
 use super::page_header::{PageSizes, WatchedSource};
 use super::reader::codec_name;
 use super::source::ParquetSource;
@@ -49,7 +49,7 @@ impl Default for ParquetLimits {
 pub(crate) type Failure = Arc<Mutex<Option<Error>>>;
 
 /// Keeps `e` as the read's failure (the first one stays) and gives the crate its message.
-pub(crate) fn record_failure(failure: &Failure, e: Error) -> ParquetError {
+fn record_failure(failure: &Failure, e: Error) -> ParquetError {
     let message = e.to_string();
     let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
     slot.get_or_insert(e);
@@ -143,9 +143,9 @@ impl ColumnPages {
             max_rep: descr.max_rep_level(),
             max_def: descr.max_def_level(),
         };
-        Ok(Box::new(MeasuredPages {
+        Ok(Box::new(Stepped {
             inner: pages,
-            expansion: Expansion::new(levels, self.read_as_dictionary),
+            step: Expansion::new(levels, self.read_as_dictionary),
             failure: self.failure.clone(),
         }))
     }
@@ -198,12 +198,14 @@ impl ColumnPages {
             watch: sizes.clone(),
             page_starts,
         });
-        Ok(Box::new(CompressedPages {
-            inner: SerializedPageReader::new(watched, &plain, rows, locations)?,
-            codec,
-            sizes,
-            pool: self.pool.clone(),
-            limits: self.limits,
+        Ok(Box::new(Stepped {
+            inner: Box::new(SerializedPageReader::new(watched, &plain, rows, locations)?),
+            step: Decompression {
+                codec,
+                sizes,
+                pool: self.pool.clone(),
+                limits: self.limits,
+            },
             failure: self.failure.clone(),
         }))
     }
@@ -243,18 +245,67 @@ fn tiles(locations: &[PageLocation], (start, len): (u64, u64), rows: usize) -> b
     at == end
 }
 
-/// A compressed chunk's pages, each decompressed as it is read.
-struct CompressedPages {
-    inner: SerializedPageReader<WatchedSource>,
+/// One step every page of a chunk goes through on its way to the crate's decoder.
+pub(crate) trait PageStep: Send {
+    fn apply(&mut self, page: Page) -> Result<Page>;
+}
+
+/// A chunk's pages, each put through `step` as the crate reads it; a step's error is kept as
+/// the read's failure (see [`Failure`]).
+pub(crate) struct Stepped<S> {
+    pub inner: Box<dyn PageReader>,
+    pub step: S,
+    pub failure: Failure,
+}
+
+impl<S: PageStep> Iterator for Stepped<S> {
+    type Item = ::parquet::errors::Result<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
+    }
+}
+
+impl<S: PageStep> PageReader for Stepped<S> {
+    fn get_next_page(&mut self) -> ::parquet::errors::Result<Option<Page>> {
+        let Some(page) = self.inner.get_next_page()? else {
+            return Ok(None);
+        };
+        self.step
+            .apply(page)
+            .map(Some)
+            .map_err(|e| record_failure(&self.failure, e))
+    }
+
+    fn peek_next_page(&mut self) -> ::parquet::errors::Result<Option<PageMetadata>> {
+        self.inner.peek_next_page()
+    }
+
+    fn skip_next_page(&mut self) -> ::parquet::errors::Result<()> {
+        self.inner.skip_next_page()
+    }
+
+    fn at_record_boundary(&mut self) -> ::parquet::errors::Result<bool> {
+        self.inner.at_record_boundary()
+    }
+}
+
+/// A compressed chunk's pages decompressed, each as it is read.
+struct Decompression {
     codec: Compression,
     /// The size each page's header declares, noted as the crate reads the header.
     sizes: PageSizes,
     pool: ContextPool,
     limits: ParquetLimits,
-    failure: Failure,
 }
 
-impl CompressedPages {
+impl PageStep for Decompression {
+    fn apply(&mut self, page: Page) -> Result<Page> {
+        self.decompress(page)
+    }
+}
+
+impl Decompression {
     fn decompress(&mut self, page: Page) -> Result<Page> {
         let declared = self
             .sizes
@@ -453,37 +504,6 @@ fn hadoop_lz4(mut src: &[u8], out: &mut [u8]) -> Option<()> {
         src = &rest[compressed..];
     }
     (at == out.len()).then_some(())
-}
-
-impl Iterator for CompressedPages {
-    type Item = ::parquet::errors::Result<Page>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.get_next_page().transpose()
-    }
-}
-
-impl PageReader for CompressedPages {
-    fn get_next_page(&mut self) -> ::parquet::errors::Result<Option<Page>> {
-        let Some(page) = self.inner.get_next_page()? else {
-            return Ok(None);
-        };
-        self.decompress(page)
-            .map(Some)
-            .map_err(|e| record_failure(&self.failure, e))
-    }
-
-    fn peek_next_page(&mut self) -> ::parquet::errors::Result<Option<PageMetadata>> {
-        self.inner.peek_next_page()
-    }
-
-    fn skip_next_page(&mut self) -> ::parquet::errors::Result<()> {
-        self.inner.skip_next_page()
-    }
-
-    fn at_record_boundary(&mut self) -> ::parquet::errors::Result<bool> {
-        self.inner.at_record_boundary()
-    }
 }
 
 #[cfg(test)]
