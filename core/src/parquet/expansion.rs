@@ -122,10 +122,24 @@ impl Expansion {
                 dictionary_bytes(values, &self.lengths, None)
             }
             Encoding::DELTA_BYTE_ARRAY => {
+                // Prefix lengths, then suffix lengths, then the suffixes.
+                let prefixes = delta_lengths(values, u64::from(num_values));
+                let suffixes = prefixes
+                    .end
+                    .and_then(|end| values.get(end..))
+                    .map(|rest| delta_lengths(rest, 0));
+                lengths_fit(
+                    prefixes
+                        .count
+                        .saturating_add(suffixes.map_or(0, |s| s.count)),
+                )?;
                 self.expands = true;
-                delta_prefix_bytes(values, num_values).saturating_add(values.len() as u64)
+                prefixes.sum.saturating_add(values.len() as u64)
             }
-            _ => {
+            other => {
+                if other == Encoding::DELTA_LENGTH_BYTE_ARRAY {
+                    lengths_fit(delta_lengths(values, 0).count)?;
+                }
                 // PLAIN and DELTA_LENGTH_BYTE_ARRAY decode to at most their own bytes, which
                 // the reader's decode check counted; a dictionary array meeting such a page
                 // expands what it held, and is checked from here on.
@@ -149,6 +163,16 @@ impl Expansion {
             ))
         })
     }
+}
+
+/// Whether the lengths a delta page declares can be allocated: the crate makes a 4-byte length
+/// for each before it decodes one.
+fn lengths_fit(count: u64) -> Result<()> {
+    reserve(count.saturating_mul(4), || {
+        Error::Memory(format!(
+            "a page declares {count} value lengths, which cannot be allocated"
+        ))
+    })
 }
 
 /// Whether `need` bytes can be allocated now (see `headroom`), else the error `refused` makes.
@@ -232,19 +256,21 @@ fn unpack(buf: &[u8], width: usize, count: usize, mut each: impl FnMut(u64)) {
 
 /// The bytes an RLE_DICTIONARY values section decodes to: each index's dictionary value's
 /// length, summed; or, with `longest`, a bound that takes each bit-packed index as that long
-/// (runs of one index are still exact). An index past the dictionary counts nothing (the
-/// crate refuses it); the padding of a last bit-packed run counts, an over-estimate of at most
-/// seven values.
+/// (runs of one index are still exact). Runs are counted as the crate's decoder counts them
+/// (a run's length cut to 32 bits, a bit-packed run's after multiplying by eight), and an index
+/// as it takes one (its low 32 bits as a signed int), so that what is measured is what the
+/// crate will decode: an index it refuses (negative, or past the dictionary) counts nothing;
+/// the padding of a last bit-packed run counts, an over-estimate of at most seven values.
 fn dictionary_bytes(values: &[u8], lengths: &[u32], longest: Option<u64>) -> u64 {
     let Some((&width, mut rest)) = values.split_first() else {
         return 0;
     };
     let width = width as usize;
-    if width > 32 {
+    if width > 64 {
         return 0;
     }
     let length = |i: u64| {
-        usize::try_from(i)
+        usize::try_from(i as i32)
             .ok()
             .and_then(|i| lengths.get(i))
             .map_or(0, |&l| u64::from(l))
@@ -252,14 +278,16 @@ fn dictionary_bytes(values: &[u8], lengths: &[u32], longest: Option<u64>) -> u64
     let mut total = 0u64;
     while let Some((header, n)) = varint(rest) {
         rest = &rest[n..];
+        let header = header as i64;
         if header & 1 == 1 {
-            // Bit-packed: (header >> 1) groups of eight values, `width` bytes a group.
-            let bytes = (header >> 1).saturating_mul(width as u64);
+            // Bit-packed: groups of eight values, `width` bytes a group.
+            let count = u64::from(((header >> 1).wrapping_mul(8)) as u32);
+            let bytes = count.saturating_mul(width as u64) / 8;
             let take = usize::try_from(bytes).map_or(rest.len(), |b| b.min(rest.len()));
             // At width 0 every index is 0, and the run holds no bytes.
             let count = match (take * 8).checked_div(width) {
-                Some(count) => count as u64,
-                None => (header >> 1).saturating_mul(8),
+                Some(whole) => count.min(whole as u64),
+                None => count,
             };
             total = match (longest, width) {
                 (Some(longest), _) => total.saturating_add(count.saturating_mul(longest)),
@@ -274,7 +302,8 @@ fn dictionary_bytes(values: &[u8], lengths: &[u32], longest: Option<u64>) -> u64
             };
             rest = &rest[take..];
         } else {
-            // A run: (header >> 1) times one value, in ceil(width / 8) bytes.
+            // A run: one value, in ceil(width / 8) bytes, repeated.
+            let count = u64::from((header >> 1) as u32);
             let bytes = width.div_ceil(8);
             let Some(value) = rest.get(..bytes) else {
                 break;
@@ -282,90 +311,110 @@ fn dictionary_bytes(values: &[u8], lengths: &[u32], longest: Option<u64>) -> u64
             let mut word = [0u8; 8];
             word[..bytes].copy_from_slice(value);
             let each = length(u64::from_le_bytes(word));
-            total = total.saturating_add((header >> 1).saturating_mul(each));
+            total = total.saturating_add(count.saturating_mul(each));
             rest = &rest[bytes..];
         }
     }
     total
 }
 
-/// The sum of a DELTA_BYTE_ARRAY page's prefix lengths: the DELTA_BINARY_PACKED stream its
-/// values section starts with, at most `num_values` of them. Negative lengths (corrupt, the
-/// crate's to refuse) count nothing; a miniblock of width 0 is summed in closed form, so a
-/// hostile count costs no loop.
-fn delta_prefix_bytes(buf: &[u8], num_values: u32) -> u64 {
-    let mut rest = buf;
+/// A DELTA_BINARY_PACKED stream of lengths, as the crate's decoder takes it: the count its
+/// header declares (the crate allocates a length for each before decoding), the sum of the
+/// first `cap` lengths (negative ones, corrupt and the crate's to refuse, count nothing), and
+/// where the stream ends when it is whole. A miniblock of width 0 is summed in closed form,
+/// so a hostile count costs no loop.
+#[derive(Debug, Default, PartialEq)]
+struct DeltaLengths {
+    count: u64,
+    sum: u64,
+    end: Option<usize>,
+}
+
+fn delta_lengths(buf: &[u8], cap: u64) -> DeltaLengths {
+    let mut at = 0usize;
     let mut next = || -> Option<u64> {
-        let (v, n) = varint(rest)?;
-        rest = &rest[n..];
+        let (v, n) = varint(buf.get(at..)?)?;
+        at += n;
         Some(v)
     };
     let (Some(block), Some(miniblocks), Some(count), Some(first)) =
         (next(), next(), next(), next())
     else {
-        return 0;
+        return DeltaLengths::default();
     };
-    let first = zigzag(first);
-    let count = count.min(u64::from(num_values));
-    if count == 0 || miniblocks == 0 || block == 0 || block % miniblocks != 0 {
-        return 0;
+    let mut out = DeltaLengths {
+        count,
+        ..Default::default()
+    };
+    if miniblocks == 0 || block == 0 || block % miniblocks != 0 {
+        return out;
     }
     let per_mini = block / miniblocks;
-    let add = |total: &mut u64, v: i64| *total = total.saturating_add(v.max(0) as u64);
-    let mut total = 0u64;
-    add(&mut total, first);
-    let mut last = first;
-    let mut left = count - 1;
+    let Ok(m) = usize::try_from(miniblocks) else {
+        return out;
+    };
+    let mut last = zigzag(first);
+    // Lengths summed so far (at most `cap`), and lengths walked (the first is the header's).
+    let mut summed = 0u64;
+    let add = |sum: &mut u64, v: i64, summed: &mut u64| {
+        if *summed < cap {
+            *sum = sum.saturating_add(v.max(0) as u64);
+            *summed += 1;
+        }
+    };
+    if count > 0 {
+        add(&mut out.sum, last, &mut summed);
+    }
+    let mut left = count.saturating_sub(1);
     while left > 0 {
-        let Some((min_delta, n)) = varint(rest) else {
-            break;
+        let Some((min_delta, n)) = buf.get(at..).and_then(varint) else {
+            return out;
         };
-        rest = &rest[n..];
+        at += n;
         let min_delta = zigzag(min_delta);
-        let Ok(m) = usize::try_from(miniblocks) else {
-            break;
+        let Some(widths) = buf.get(at..at.saturating_add(m)) else {
+            return out;
         };
-        let Some(widths) = rest.get(..m) else {
-            break;
-        };
-        let widths = widths.to_vec();
-        rest = &rest[m..];
-        for width in widths {
+        at += m;
+        for &width in widths {
             if left == 0 {
                 break;
             }
             let width = width as usize;
             if width > 64 {
-                return total;
+                return out;
             }
             let values = per_mini.min(left);
+            let bytes = per_mini.saturating_mul(width as u64).div_ceil(8);
+            let Some(packed) = usize::try_from(bytes)
+                .ok()
+                .and_then(|b| buf.get(at..at.checked_add(b)?))
+            else {
+                return out;
+            };
+            at += packed.len();
             if width == 0 {
-                // last + d, last + 2d, ..., last + values·d, summed without a loop.
-                let v = values as i128;
+                // last + d, last + 2d, ..., last + v·d for the v of them still summed.
+                let v = values.min(cap.saturating_sub(summed)) as i128;
                 let sum = v * last as i128 + (v * (v + 1) / 2) * min_delta as i128;
-                total = total.saturating_add(sum.clamp(0, u64::MAX as i128) as u64);
-                last = (last as i128 + v * min_delta as i128)
-                    .clamp(i64::MIN as i128, i64::MAX as i128) as i64;
+                out.sum = out
+                    .sum
+                    .saturating_add(sum.clamp(0, u64::MAX as i128) as u64);
+                summed += v as u64;
+                let moved = last as i128 + values as i128 * min_delta as i128;
+                last = moved.clamp(i64::MIN as i128, i64::MAX as i128) as i64;
             } else {
-                let bytes = usize::try_from(per_mini.saturating_mul(width as u64).div_ceil(8))
-                    .unwrap_or(usize::MAX);
-                let Some(packed) = rest.get(..bytes.min(rest.len())) else {
-                    return total;
-                };
-                let whole = (packed.len() * 8 / width) as u64;
-                unpack(packed, width, values.min(whole) as usize, |delta| {
+                let take = values.min(cap.saturating_sub(summed)) as usize;
+                unpack(packed, width, take, |delta| {
                     last = last.wrapping_add(min_delta).wrapping_add(delta as i64);
-                    add(&mut total, last);
+                    add(&mut out.sum, last, &mut summed);
                 });
-                if whole < values {
-                    return total;
-                }
-                rest = &rest[packed.len()..];
             }
             left -= values;
         }
     }
-    total
+    out.end = Some(at);
+    out
 }
 
 impl PageStep for Expansion {
@@ -435,6 +484,59 @@ mod tests {
     }
 
     #[test]
+    fn runs_are_counted_as_the_crate_decodes_them() {
+        let lengths = [1000, 7];
+        let n = 1_000_000u64;
+        // Indices 40 bits wide: the crate takes the low 32 bits of each.
+        let mut wide = vec![40];
+        uleb(&mut wide, 2 * n);
+        wide.extend_from_slice(&[0; 5]);
+        assert_eq!(dictionary_bytes(&wide, &lengths, None), n * 1000);
+        // A bit-packed run of 2^29 groups: the crate's count wraps to 0 and it reads what
+        // follows as runs of its own.
+        let mut wrapped = vec![1];
+        uleb(&mut wrapped, (1 << 30) + 1);
+        uleb(&mut wrapped, 2 * n);
+        wrapped.push(0);
+        assert!(dictionary_bytes(&wrapped, &lengths, None) >= n * 1000);
+        assert!(dictionary_bytes(&wrapped, &lengths, Some(1000)) >= n * 1000);
+    }
+
+    #[test]
+    fn a_delta_page_declaring_more_lengths_than_fit_is_refused() {
+        let page = |encoding, declared: u64| {
+            let mut buf = Vec::new();
+            for v in [128, 4, declared, 0] {
+                uleb(&mut buf, v);
+            }
+            Page::DataPage {
+                buf: buf.into(),
+                num_values: 1,
+                encoding,
+                def_level_encoding: Encoding::RLE,
+                rep_level_encoding: Encoding::RLE,
+                statistics: None,
+            }
+        };
+        let levels = Levels {
+            max_rep: 0,
+            max_def: 0,
+        };
+        for encoding in [
+            Encoding::DELTA_LENGTH_BYTE_ARRAY,
+            Encoding::DELTA_BYTE_ARRAY,
+        ] {
+            for read_as_dictionary in [false, true] {
+                let mut e = Expansion::new(levels, read_as_dictionary);
+                let err = e.check(&page(encoding, 1 << 60)).unwrap_err();
+                assert!(matches!(err, Error::Memory(_)), "{err}");
+                let mut e = Expansion::new(levels, read_as_dictionary);
+                e.check(&page(encoding, 1)).unwrap();
+            }
+        }
+    }
+
+    #[test]
     fn plain_dictionaries_give_their_lengths() {
         let mut buf = Vec::new();
         for v in ["ab", "", "xyz"] {
@@ -497,10 +599,14 @@ mod tests {
         let prefixes: Vec<i64> = (0..300).map(|i| (i * 37) % 91).collect();
         let want: u64 = prefixes.iter().map(|&p| p as u64).sum();
         let stream = delta(&prefixes, 128);
-        assert_eq!(delta_prefix_bytes(&stream, 300), want);
+        let whole = delta_lengths(&stream, 300);
+        assert_eq!(
+            (whole.count, whole.sum, whole.end),
+            (300, want, Some(stream.len()))
+        );
         // At most the page's own count.
         let first_ten: u64 = prefixes[..10].iter().map(|&p| p as u64).sum();
-        assert_eq!(delta_prefix_bytes(&stream, 10), first_ten);
+        assert_eq!(delta_lengths(&stream, 10).sum, first_ten);
         // Constant prefixes pack at width 0 and are summed in closed form: a billion repeats
         // of a megabyte prefix, in one miniblock of a billion values, is a petabyte, counted
         // at once.
@@ -509,12 +615,12 @@ mod tests {
             uleb(&mut constant, v);
         }
         constant.push(0);
-        assert_eq!(
-            delta_prefix_bytes(&constant, u32::MAX),
-            1_000_000_000 * (1 << 20)
-        );
+        let constant = delta_lengths(&constant, u64::MAX);
+        assert_eq!(constant.sum, 1_000_000_000 * (1 << 20));
+        assert_eq!(constant.count, 1_000_000_000);
         for cut in 0..stream.len() {
-            assert!(delta_prefix_bytes(&stream[..cut], 300) <= want);
+            let part = delta_lengths(&stream[..cut], 300);
+            assert!(part.sum <= want && part.end.is_none(), "{cut}: {part:?}");
         }
     }
 }
