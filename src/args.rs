@@ -9,7 +9,7 @@
 //! conversion runs, and only its error is replaced.
 
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PySequence, PyString};
 
 use crate::buffer::type_name;
 use crate::errors::{is_overflow, is_type_error, parameter, wrong_type};
@@ -130,7 +130,8 @@ impl Named<'_> for Vec<usize> {
                 type_name(obj)
             ))
         };
-        if obj.is_instance_of::<PyString>() {
+        // A sequence, as pyo3's own conversion of a Vec takes it (not a set, nor a str).
+        if obj.is_instance_of::<PyString>() || obj.cast::<PySequence>().is_err() {
             return Err(not_ints());
         }
         let items = obj.try_iter().map_err(|_| not_ints())?;

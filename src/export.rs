@@ -27,7 +27,7 @@ pub fn batch_to_py<'py>(py: Python<'py>, batch: RecordBatch) -> PyResult<Bound<'
                 RecordBatch::try_new_with_options(schema, batch.columns().to_vec(), &options)
                     .map_err(|e| Error::from(e).into_py_err())?;
             let out = PyRecordBatch::new(batch).into_pyarrow(py)?;
-            out.call_method1(intern!(py, "rename_columns"), (names,))
+            with_names(py, &out, names, "RecordBatch")
         }
     }
 }
@@ -53,9 +53,42 @@ pub fn table_to_py<'py>(
                 .collect::<std::result::Result<Vec<_>, _>>()
                 .map_err(|e| Error::from(e).into_py_err())?;
             let out = PyTable::try_new(batches, placeholders)?.into_pyarrow(py)?;
-            out.call_method1(intern!(py, "rename_columns"), (names,))
+            with_names(py, &out, names, "Table")
         }
     }
+}
+
+/// `out` (a pyarrow `kind`, "Table" or "RecordBatch", under placeholder names) with its
+/// columns named `names`, its schema's metadata and its fields' kept: rebuilt from its columns
+/// and its schema renamed (`rename_columns` drops the schema's metadata).
+fn with_names<'py>(
+    py: Python<'py>,
+    out: &Bound<'py, PyAny>,
+    names: Vec<String>,
+    kind: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let schema = renamed_schema(py, out.getattr(intern!(py, "schema"))?, names)?;
+    let kwargs = pyo3::types::PyDict::new(py);
+    kwargs.set_item("schema", schema)?;
+    py.import("pyarrow")?.getattr(kind)?.call_method(
+        intern!(py, "from_arrays"),
+        (out.getattr(intern!(py, "columns"))?,),
+        Some(&kwargs),
+    )
+}
+
+/// pyarrow's `schema` with its fields named `names` (`Schema.set` keeps the metadata).
+fn renamed_schema<'py>(
+    py: Python<'py>,
+    mut schema: Bound<'py, PyAny>,
+    names: Vec<String>,
+) -> PyResult<Bound<'py, PyAny>> {
+    for (i, name) in names.into_iter().enumerate() {
+        let field = schema.call_method1(intern!(py, "field"), (i,))?;
+        let field = field.call_method1(intern!(py, "with_name"), (name,))?;
+        schema = schema.call_method1(intern!(py, "set"), (i, field))?;
+    }
+    Ok(schema)
 }
 
 /// A schema as a pyarrow Schema, its top-level names whole (see [`field_names::exportable`]).
@@ -63,13 +96,7 @@ pub fn schema_to_py<'py>(py: Python<'py>, schema: &SchemaRef) -> PyResult<Bound<
     let Some((placeholders, names)) = field_names::exportable(schema) else {
         return PySchema::new(schema.clone()).into_pyarrow(py);
     };
-    let mut out = PySchema::new(placeholders).into_pyarrow(py)?;
-    for (i, name) in names.into_iter().enumerate() {
-        let field = out.call_method1(intern!(py, "field"), (i,))?;
-        let field = field.call_method1(intern!(py, "with_name"), (name,))?;
-        out = out.call_method1(intern!(py, "set"), (i, field))?;
-    }
-    Ok(out)
+    renamed_schema(py, PySchema::new(placeholders).into_pyarrow(py)?, names)
 }
 
 /// A source of batches that a reader can hand over whole.

@@ -102,12 +102,24 @@ fn check_nested(schema: &Bound<'_, PyAny>, imported: &Schema) -> PyResult<()> {
 }
 
 /// The first name below pyarrow's type `theirs` that differs from its counterpart below `dt`.
+/// An extension type is walked through its storage type, which is what the C data interface
+/// exports; where the two still do not line up, nothing is compared.
 fn first_cut(theirs: &Bound<'_, PyAny>, dt: &DataType) -> PyResult<Option<String>> {
     let py = theirs.py();
+    let storage = intern!(py, "storage_type");
+    let theirs = match theirs.hasattr(storage)? {
+        true => theirs.getattr(storage)?,
+        false => theirs.clone(),
+    };
     if let DataType::Dictionary(_, values) = dt {
         return first_cut(&theirs.getattr(intern!(py, "value_type"))?, values);
     }
-    for (j, child) in children(dt).into_iter().enumerate() {
+    let children = children(dt);
+    let count: usize = theirs.getattr(intern!(py, "num_fields"))?.extract()?;
+    if count != children.len() {
+        return Ok(None);
+    }
+    for (j, child) in children.into_iter().enumerate() {
         let field = theirs.call_method1(intern!(py, "field"), (j,))?;
         let name = field.getattr(intern!(py, "name"))?;
         let name = name.cast::<PyString>()?.to_cow()?;

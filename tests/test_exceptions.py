@@ -183,6 +183,11 @@ def _parquet_bytes() -> bytes:
             r"row_groups\[0\] must be an int, not str",
         ),
         (
+            lambda: zp.ParquetFile(_parquet_bytes()).read_row_groups({0}),
+            TypeError,
+            "row_groups must be a sequence of ints, not set",
+        ),
+        (
             lambda: zp.ParquetFile(_parquet_bytes()).read_row_group(2**70),
             errors.ParameterError,
             "i is out of range",
