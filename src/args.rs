@@ -12,7 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PySequence, PyString};
 
 use crate::buffer::type_name;
-use crate::errors::{is_overflow, is_type_error, parameter, wrong_type};
+use crate::errors::{is_overflow, parameter, wrong_type};
 
 /// An argument's name, as a type, so that one generic converter serves every argument.
 pub trait Name {
@@ -57,22 +57,38 @@ names! {
 }
 
 /// A value that converts with errors that name `name`. `'a` is the argument's own borrow,
-/// which a `&str` keeps, as pyo3's extraction of `&str` does.
+/// which a `&str` keeps, as pyo3's extraction of `&str` does. `nullable` is whether None was
+/// also allowed, for the message about a value of the wrong kind.
 pub trait Named<'a>: Sized {
-    fn convert(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Self>;
+    fn convert(obj: &'a Bound<'_, PyAny>, name: &str, nullable: bool) -> PyResult<Self>;
 }
 
 /// Converts argument `N` to `T`; the function given to `from_py_with`.
 pub fn arg<'a, N: Name, T: Named<'a>>(obj: &'a Bound<'_, PyAny>) -> PyResult<T> {
-    T::convert(obj, N::NAME)
+    T::convert(obj, N::NAME, false)
+}
+
+/// The `TypeError` for `obj`, given as `name`, which is not `kind` ("an int").
+fn not_a(obj: &Bound<'_, PyAny>, name: &str, kind: &str, nullable: bool) -> PyErr {
+    let or_none = if nullable { " or None" } else { "" };
+    wrong_type(format!(
+        "{name} must be {kind}{or_none}, not {}",
+        type_name(obj)
+    ))
 }
 
 /// The error for an integer that the argument's type cannot hold: a `TypeError` for what is
 /// not an int, and for an int out of range the `ParameterError` every other out-of-range
 /// value raises.
-fn int_error(obj: &Bound<'_, PyAny>, name: &str, err: PyErr, unsigned: bool) -> PyErr {
+fn int_error(
+    obj: &Bound<'_, PyAny>,
+    name: &str,
+    err: PyErr,
+    unsigned: bool,
+    nullable: bool,
+) -> PyErr {
     if !is_overflow(obj.py(), &err) {
-        return wrong_type(format!("{name} must be an int, not {}", type_name(obj)));
+        return not_a(obj, name, "an int", nullable);
     }
     let shown = obj.str().map(|s| s.to_string()).unwrap_or_default();
     if unsigned && shown.starts_with('-') {
@@ -83,53 +99,41 @@ fn int_error(obj: &Bound<'_, PyAny>, name: &str, err: PyErr, unsigned: bool) -> 
 }
 
 impl Named<'_> for i64 {
-    fn convert(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
-        obj.extract().map_err(|e| int_error(obj, name, e, false))
+    fn convert(obj: &Bound<'_, PyAny>, name: &str, nullable: bool) -> PyResult<Self> {
+        obj.extract()
+            .map_err(|e| int_error(obj, name, e, false, nullable))
     }
 }
 
 impl Named<'_> for usize {
-    fn convert(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
-        obj.extract().map_err(|e| int_error(obj, name, e, true))
+    fn convert(obj: &Bound<'_, PyAny>, name: &str, nullable: bool) -> PyResult<Self> {
+        obj.extract()
+            .map_err(|e| int_error(obj, name, e, true, nullable))
     }
 }
 
 impl<'a> Named<'a> for &'a str {
-    fn convert(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
-        let not_str = || wrong_type(format!("{name} must be a str, not {}", type_name(obj)));
-        obj.cast::<PyString>().map_err(|_| not_str())?.to_str()
+    fn convert(obj: &'a Bound<'_, PyAny>, name: &str, nullable: bool) -> PyResult<Self> {
+        obj.cast::<PyString>()
+            .map_err(|_| not_a(obj, name, "a str", nullable))?
+            .to_str()
     }
 }
 
 impl<'a, T: Named<'a>> Named<'a> for Option<T> {
-    fn convert(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
+    fn convert(obj: &'a Bound<'_, PyAny>, name: &str, _: bool) -> PyResult<Self> {
         if obj.is_none() {
             return Ok(None);
         }
-        T::convert(obj, name).map(Some).map_err(|e| {
-            // "must be a str" becomes "must be a str or None".
-            // Only the message about this value itself, not one about an element of it.
-            let py = obj.py();
-            let text = e.value(py).to_string();
-            if is_type_error(py, &e) && text.starts_with(&format!("{name} must ")) {
-                wrong_type(text.replacen(", not ", " or None, not ", 1))
-            } else {
-                e
-            }
-        })
+        T::convert(obj, name, true).map(Some)
     }
 }
 
 /// A sequence of indices (`row_groups=[0, 2]`): an element that is not one is named by its
 /// position.
 impl Named<'_> for Vec<usize> {
-    fn convert(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Self> {
-        let not_ints = || {
-            wrong_type(format!(
-                "{name} must be a sequence of ints, not {}",
-                type_name(obj)
-            ))
-        };
+    fn convert(obj: &Bound<'_, PyAny>, name: &str, nullable: bool) -> PyResult<Self> {
+        let not_ints = || not_a(obj, name, "a sequence of ints", nullable);
         // A sequence, as pyo3's own conversion of a Vec takes it (not a set, nor a str).
         if obj.is_instance_of::<PyString>() || obj.cast::<PySequence>().is_err() {
             return Err(not_ints());
@@ -138,7 +142,7 @@ impl Named<'_> for Vec<usize> {
         let mut out = Vec::new();
         for (i, item) in items.enumerate() {
             let item = item?;
-            out.push(usize::convert(&item, &format!("{name}[{i}]"))?);
+            out.push(usize::convert(&item, &format!("{name}[{i}]"), false)?);
         }
         Ok(out)
     }

@@ -196,11 +196,6 @@ pub fn is_overflow(py: Python<'_>, err: &PyErr) -> bool {
     err.is_instance_of::<PyOverflowError>(py)
 }
 
-/// Whether `err` is a `TypeError`.
-pub fn is_type_error(py: Python<'_>, err: &PyErr) -> bool {
-    err.is_instance_of::<PyTypeError>(py)
-}
-
 /// An output larger than a Python bytes object can be.
 pub fn too_large_for_bytes() -> PyErr {
     PyOverflowError::new_err("output too large for bytes")
