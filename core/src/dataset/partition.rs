@@ -48,22 +48,31 @@ fn single_key_groups(keys: &[ArrayRef]) -> Option<Vec<Vec<u32>>> {
     let encoded = arrow_cast::cast(key, &as_dictionary).ok()?;
     let encoded = encoded.as_dictionary_opt::<UInt32Type>()?;
     let entries = encoded.values().len();
-    // Per dictionary entry (and one for null), its group; u32::MAX until it has one.
-    let mut group_of = vec![u32::MAX; entries + 1];
-    let mut members: Vec<Vec<u32>> = Vec::new();
     let codes = encoded.keys();
-    for (r, code) in codes.values().iter().enumerate() {
-        let slot = if codes.is_valid(r) {
-            *code as usize
-        } else {
-            entries
-        };
-        let slot = group_of.get_mut(slot)?;
-        if *slot == u32::MAX {
-            *slot = members.len() as u32;
+    group_by_slot(
+        entries,
+        codes
+            .values()
+            .iter()
+            .enumerate()
+            .map(|(r, &code)| codes.is_valid(r).then_some(code as usize)),
+    )
+}
+
+/// The rows of each group, in the order groups first appear, where each row's group is named
+/// by a slot below `slots` (None for a null key, a group of its own): by a table of each
+/// slot's group, no hashing. None if a slot is out of range.
+fn group_by_slot(slots: usize, rows: impl Iterator<Item = Option<usize>>) -> Option<Vec<Vec<u32>>> {
+    // Per slot (and one for null, last), its group; u32::MAX until it has one.
+    let mut group_of = vec![u32::MAX; slots + 1];
+    let mut members: Vec<Vec<u32>> = Vec::new();
+    for (r, slot) in rows.enumerate() {
+        let group = group_of.get_mut(slot.unwrap_or(slots))?;
+        if *group == u32::MAX {
+            *group = members.len() as u32;
             members.push(Vec::new());
         }
-        members[*slot as usize].push(r as u32);
+        members[*group as usize].push(r as u32);
     }
     Some(members)
 }
@@ -101,23 +110,13 @@ fn range_groups(keys: &[ArrayRef]) -> Option<Vec<Vec<u32>>> {
     if span > (wide.len().saturating_mul(4)).min(1 << 20) {
         return None;
     }
-    // Per value (and one for null, last), its group; u32::MAX until it has one.
-    let mut group_of = vec![u32::MAX; span + 1];
-    let mut members: Vec<Vec<u32>> = Vec::new();
-    for (r, value) in wide.values().iter().enumerate() {
-        let slot = if wide.is_valid(r) {
-            (value - min) as usize
-        } else {
-            span
-        };
-        let slot = &mut group_of[slot];
-        if *slot == u32::MAX {
-            *slot = members.len() as u32;
-            members.push(Vec::new());
-        }
-        members[*slot as usize].push(r as u32);
-    }
-    Some(members)
+    group_by_slot(
+        span,
+        wide.values()
+            .iter()
+            .enumerate()
+            .map(|(r, &value)| wide.is_valid(r).then(|| (value - min) as usize)),
+    )
 }
 
 /// One partition's rows of a batch, and the directory they go to.
