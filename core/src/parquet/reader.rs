@@ -36,6 +36,9 @@ pub struct ParquetFile {
     pool: ContextPool,
     limits: ParquetLimits,
     threads: Option<usize>,
+    /// For each leaf column, whether it is read into a dictionary array: a top-level string
+    /// or binary dictionary column's (see `readable`).
+    read_as_dictionary: Arc<[bool]>,
 }
 
 /// A Parquet footer's contents, as pyarrow's `FileMetaData` names them.
@@ -157,7 +160,17 @@ impl ParquetFile {
                 metadata.file_metadata().key_value_metadata(),
             )?))
         })?;
+        let read_as_dictionary = (0..descr.num_columns())
+            .map(|leaf| {
+                let root = descr.get_column_root_idx(leaf);
+                schema.fields().get(root).is_some_and(|f| {
+                    matches!(f.data_type(), DataType::Dictionary(..))
+                        && descr.column(leaf).max_rep_level() == 0
+                })
+            })
+            .collect();
         Ok(ParquetFile {
+            read_as_dictionary,
             source,
             metadata: Arc::new(metadata),
             schema: Arc::new(schema),
@@ -411,23 +424,8 @@ impl ParquetFile {
             pool: self.pool.clone(),
             limits: self.limits,
             failure: failure.clone(),
-            read_as_dictionary: self.read_as_dictionary(),
+            read_as_dictionary: self.read_as_dictionary.clone(),
         }
-    }
-
-    /// For each leaf column, whether it is read into a dictionary array: a top-level
-    /// dictionary column's.
-    fn read_as_dictionary(&self) -> Arc<[bool]> {
-        let descr = self.metadata.file_metadata().schema_descr();
-        (0..descr.num_columns())
-            .map(|leaf| {
-                let root = descr.get_column_root_idx(leaf);
-                self.schema.fields().get(root).is_some_and(|f| {
-                    matches!(f.data_type(), DataType::Dictionary(..))
-                        && descr.column(leaf).max_rep_level() == 0
-                })
-            })
-            .collect()
     }
 
     /// Every row group asked for (all by default), one batch each, with the projection's

@@ -246,7 +246,7 @@ pub(crate) fn parquet_schema_as(
     if options.decimal_as_integer
         && !options.time_adjusted_to_utc
         && options.compliant_nested_types
-        && std::ptr::eq(schema, stored)
+        && !options.int96_timestamps
     {
         return Ok(converted);
     }
