@@ -13,8 +13,8 @@ use crate::errors::OrRaise as _;
 use crate::pool::PyContextPool;
 use zstdpool_core::params;
 use zstdpool_core::parquet::{
-    encoding_from_name, BloomFilter, Encoding, FormatVersion, PageCodec, PageVersion, PerColumn,
-    SortingColumn, WriteOptions,
+    encoding_from_name, BloomFilter, CdcOptions, Encoding, FormatVersion, PageCodec, PageVersion,
+    PerColumn, SortingColumn, WriteOptions,
 };
 
 /// Every keyword a Parquet writer takes. pyarrow's, in its order, then zstdpool's own.
@@ -96,16 +96,8 @@ pub fn writer_keywords<'py>(
             type_name(v)
         )));
     }
-    let chunking = match kw.get("use_content_defined_chunking") {
-        Some(v) if v.is_instance_of::<PyDict>() => true,
-        _ => kw.flag("use_content_defined_chunking", false)?,
-    };
-    if chunking {
-        return Err(errors::unsupported(
-            "use_content_defined_chunking: zstdpool's writer does not cut pages by content yet \
-             (the parquet crate offers it only to its own writer, not to column writers driven \
-             one by one); pass False or leave it out",
-        ));
+    if let Some(v) = kw.get("use_content_defined_chunking") {
+        o.content_defined_chunking = content_defined_chunking(v)?;
     }
     if let Some(v) = kw.get("writer_engine_version") {
         let v: String = kw.extract("writer_engine_version", v, "a str")?;
@@ -516,6 +508,81 @@ fn sorting_columns(v: &Bound<'_, PyAny>) -> PyResult<Vec<SortingColumn>> {
         });
     }
     Ok(out)
+}
+
+/// `use_content_defined_chunking`: True (pyarrow's sizes), False, or a dict with
+/// "min_chunk_size" and "max_chunk_size" (bytes) and optionally "norm_level", checked as
+/// pyarrow checks it.
+fn content_defined_chunking(v: &Bound<'_, PyAny>) -> PyResult<Option<CdcOptions>> {
+    const NAME: &str = "use_content_defined_chunking";
+    if v.is_instance_of::<pyo3::types::PyBool>() {
+        return Ok(v.extract::<bool>()?.then(CdcOptions::default));
+    }
+    let Ok(dict) = v.cast::<PyDict>() else {
+        return Err(errors::wrong_type(format!(
+            "{NAME} must be a bool or a dict of chunking options, not '{}'",
+            type_name(v)
+        )));
+    };
+    let mut options = CdcOptions::default();
+    let (mut min, mut max) = (false, false);
+    for (key, value) in dict.iter() {
+        let key: String = key.extract().map_err(|_| {
+            errors::parameter(format!(
+                "{NAME}: its options are named by str, not '{}'",
+                type_name(&key)
+            ))
+        })?;
+        let size = |what: &str| -> PyResult<usize> {
+            let n: i64 = value.extract().map_err(|_| {
+                errors::wrong_type(format!(
+                    "{NAME}: {what} must be an int, not '{}'",
+                    type_name(&value)
+                ))
+            })?;
+            usize::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
+                errors::parameter(format!("{NAME}: {what} must be at least 1, not {n}"))
+            })
+        };
+        match key.as_str() {
+            "min_chunk_size" => {
+                options.min_chunk_size = size("min_chunk_size")?;
+                min = true;
+            }
+            "max_chunk_size" => {
+                options.max_chunk_size = size("max_chunk_size")?;
+                max = true;
+            }
+            "norm_level" => {
+                let n: i64 = value.extract().map_err(|_| {
+                    errors::wrong_type(format!(
+                        "{NAME}: norm_level must be an int, not '{}'",
+                        type_name(&value)
+                    ))
+                })?;
+                options.norm_level = i32::try_from(n).map_err(|_| {
+                    errors::parameter(format!("{NAME}: norm_level is out of range: {n}"))
+                })?;
+            }
+            other => {
+                return Err(errors::parameter(format!(
+                    "{NAME} has an unknown option {other:?} (they are \"min_chunk_size\", \
+                     \"max_chunk_size\" and \"norm_level\")"
+                )))
+            }
+        }
+    }
+    if !(min && max) {
+        let missing = match (min, max) {
+            (false, false) => "min_chunk_size and max_chunk_size",
+            (false, true) => "min_chunk_size",
+            _ => "max_chunk_size",
+        };
+        return Err(errors::parameter(format!(
+            "{NAME} must give {missing}, as pyarrow requires"
+        )));
+    }
+    Ok(Some(options))
 }
 
 /// `bloom_filter_options`: a dict of column names to True (pyarrow's defaults), False (none),

@@ -696,7 +696,7 @@ class ParquetWriteOptions(TypedDict, total=False):
     write_time_adjusted_to_utc: bool | None
     max_rows_per_page: int | None
     bloom_filter_options: dict[str, bool | dict[str, int | float]] | None
-    use_content_defined_chunking: Literal[False] | None
+    use_content_defined_chunking: bool | dict[str, int] | None
     writer_engine_version: Literal["V1", "V2"] | None
     threads: int | None
     fsync: bool | None

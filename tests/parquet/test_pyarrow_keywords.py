@@ -352,13 +352,8 @@ def test_lz4_takes_any_level_as_pyarrow_does() -> None:
         ({"compression": "snappy", "compression_level": 3}, ParameterError, "compression_level"),
         ({"use_deprecated_int96_timestamps": 1}, TypeError, "use_deprecated_int96_timestamps"),
         (
-            {"use_content_defined_chunking": True},
-            NotImplementedError,
-            "use_content_defined_chunking",
-        ),
-        (
-            {"use_content_defined_chunking": {"min_chunk_size": 1, "max_chunk_size": 2}},
-            NotImplementedError,
+            {"use_content_defined_chunking": {"min_chunk_size": 2, "max_chunk_size": 1}},
+            ParameterError,
             "use_content_defined_chunking",
         ),
         ({"encryption_properties": object()}, NotImplementedError, "encryption_properties"),

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use arrow_schema::{DataType, FieldRef};
 
 mod body;
+mod by_content;
 mod dictionary;
 mod expansion;
 mod footer;
@@ -30,6 +31,7 @@ mod writer;
 /// depend on the crate.
 pub use ::parquet::basic::Encoding;
 pub use ::parquet::file::metadata::SortingColumn;
+pub use ::parquet::file::properties::CdcOptions;
 pub use options::{
     encoding_from_name, BloomFilter, FormatVersion, PageCodec, PageVersion, PerColumn,
     WriteOptions, DEFAULT_ROW_GROUP_SIZE, DEFAULT_ZSTD_LEVEL,

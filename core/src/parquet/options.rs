@@ -8,7 +8,7 @@ use ::parquet::basic::{
 };
 use ::parquet::file::metadata::SortingColumn;
 use ::parquet::file::properties::{
-    BloomFilterProperties, EnabledStatistics, WriterProperties, WriterVersion,
+    BloomFilterProperties, CdcOptions, EnabledStatistics, WriterProperties, WriterVersion,
 };
 use ::parquet::schema::types::{ColumnPath, SchemaDescriptor};
 use arrow_schema::TimeUnit;
@@ -334,6 +334,9 @@ pub struct WriteOptions {
     /// only where a sample of its row group's values repeats (see `plain_or_dictionary`);
     /// false when the caller chose `use_dictionary` itself.
     pub sample_dictionary: bool,
+    /// pyarrow's `use_content_defined_chunking`: data pages end where a rolling hash of the
+    /// values says (see `by_content`).
+    pub content_defined_chunking: Option<CdcOptions>,
 }
 
 impl Default for WriteOptions {
@@ -365,6 +368,7 @@ impl Default for WriteOptions {
             spark_names: false,
             int96_timestamps: false,
             sample_dictionary: true,
+            content_defined_chunking: None,
         }
     }
 }
@@ -442,6 +446,28 @@ impl WriteOptions {
                         "bloom_filter_options: the ndv of column {name:?} must be at least 1"
                     )));
                 }
+            }
+        }
+        if let Some(cdc) = &self.content_defined_chunking {
+            // The crate asserts these, and would panic.
+            if cdc.min_chunk_size == 0 {
+                return Err(Error::Parameter(
+                    "use_content_defined_chunking: min_chunk_size must be at least 1, not 0".into(),
+                ));
+            }
+            if cdc.max_chunk_size > i64::MAX as usize {
+                return Err(Error::Parameter(format!(
+                    "use_content_defined_chunking: max_chunk_size must be at most {}, not {}",
+                    i64::MAX,
+                    cdc.max_chunk_size
+                )));
+            }
+            if cdc.max_chunk_size <= cdc.min_chunk_size {
+                return Err(Error::Parameter(format!(
+                    "use_content_defined_chunking: max_chunk_size ({}) must be greater than \
+                     min_chunk_size ({})",
+                    cdc.max_chunk_size, cdc.min_chunk_size
+                )));
             }
         }
         let statistics = |on: bool| match (on, self.page_index) {
@@ -524,6 +550,7 @@ impl WriteOptions {
                 );
             }
         }
+        b = b.set_content_defined_chunking(self.content_defined_chunking);
         let page_version = match self.page_version {
             PageVersion::V1 => WriterVersion::PARQUET_1_0,
             PageVersion::V2 => WriterVersion::PARQUET_2_0,

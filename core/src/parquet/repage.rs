@@ -92,6 +92,9 @@ pub(crate) enum EncodedChunk {
         close: ColumnCloseResult,
     },
     Native(ArrowColumnChunk),
+    /// Written by the crate's own writer into the file given (see `by_content`), where the
+    /// close result's metadata says.
+    Appended(Arc<Bytes>, ColumnCloseResult),
 }
 
 /// How the repaging stage compresses a column's pages.
@@ -168,7 +171,7 @@ pub(crate) struct Rewrites<'a> {
 pub(crate) fn repage(
     chunk: ArrowColumnChunk,
     blobs: &SharedBlobs,
-    mut compression: PageCompression<'_>,
+    compression: PageCompression<'_>,
     rewrites: Rewrites<'_>,
 ) -> Result<EncodedChunk> {
     let close = chunk.close().clone();
@@ -198,8 +201,20 @@ pub(crate) fn repage(
     }
     let dictionary_len: usize = dictionary.iter().map(Bytes::len).sum();
     let close = close.update_dictionary_location(dictionary_len)?;
-    let rows = close.rows_written as usize;
     let source = Arc::new(Blobs::new(dictionary.into_iter().chain(data).collect()));
+    repage_chunk(source, close, compression, rewrites)
+}
+
+/// Compresses the pages of the column chunk `close` describes, read from `source` where its
+/// metadata says they are (uncompressed), with `compression`, rewriting them first as
+/// `rewrites` asks.
+pub(crate) fn repage_chunk<R: ChunkReader + 'static>(
+    source: Arc<R>,
+    close: ColumnCloseResult,
+    mut compression: PageCompression<'_>,
+    rewrites: Rewrites<'_>,
+) -> Result<EncodedChunk> {
+    let rows = close.rows_written as usize;
     let props = Arc::new(
         ReaderProperties::builder()
             .set_read_page_statistics(true)

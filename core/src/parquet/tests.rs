@@ -411,3 +411,52 @@ fn legacy_dictionary_page_offsets_are_ignored_as_parquet_cpp_ignores_them() {
         );
     }
 }
+
+/// The pages of every column chunk of `bytes`, as the offset index lists them.
+fn page_counts(bytes: &[u8]) -> Vec<usize> {
+    let metadata = ParquetMetaDataReader::new()
+        .with_page_index_policy(::parquet::file::metadata::PageIndexPolicy::Required)
+        .parse_and_finish(&Bytes::copy_from_slice(bytes))
+        .unwrap();
+    metadata
+        .offset_index()
+        .unwrap()
+        .iter()
+        .flatten()
+        .map(|index| index.page_locations().len())
+        .collect()
+}
+
+#[test]
+fn pages_cut_by_content_read_back_with_every_codec() {
+    let pool = ContextPool::default();
+    let input = vec![batch(30_000, 0), batch(50_000, 30_000)];
+    let want = arrow_select::concat::concat_batches(&input[0].schema(), &input).unwrap();
+    for name in ["zstd", "snappy", "none"] {
+        let with = |cdc: Option<CdcOptions>| {
+            let options = WriteOptions {
+                compression: PerColumn::all(PageCodec::from_name(Some(name), None).unwrap()),
+                row_group_size: 40_000,
+                content_defined_chunking: cdc,
+                ..Default::default()
+            };
+            write(&input, options, &pool)
+        };
+        let small = CdcOptions {
+            min_chunk_size: 4096,
+            max_chunk_size: 16_384,
+            norm_level: 0,
+        };
+        let (cut, plain) = (with(Some(small)), with(None));
+        let (got, _) = read(cut.clone());
+        let got = arrow_select::concat::concat_batches(&got[0].schema(), &got).unwrap();
+        assert_eq!(got, want, "{name}");
+        // Two row groups of two columns, each in pages of at most 16 KiB of values (40,000
+        // int32s are 160 KB) where the page size alone makes one.
+        let (cut, plain) = (page_counts(&cut), page_counts(&plain));
+        assert_eq!(cut.len(), 4);
+        assert!(cut.iter().zip(&plain).all(|(c, p)| c > p), "{cut:?} {plain:?}");
+        assert!(cut[0] >= 10, "{cut:?}");
+    }
+    assert_eq!(pool.stats().leased, 0);
+}

@@ -17,10 +17,13 @@ use ::parquet::schema::types::{SchemaDescriptor, TypePtr};
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 
+use super::by_content;
 use super::dictionary::{dictionary_pays, writes_given_dictionary, GivenDictionary};
 use super::int96;
 use super::options::{PageCodec, Properties, WriteOptions};
-use super::repage::{repage, CaptureFactory, EncodedChunk, PageCompression, Rewrites};
+use super::repage::{
+    repage, repage_chunk, CaptureFactory, EncodedChunk, PageCompression, Rewrites,
+};
 use super::stored::{check_truncation, coarsens, parquet_schema, parquet_schema_as, stored_schema};
 use crate::batch_schema::check_schema;
 use crate::context::{CompressParams, Compressor};
@@ -104,6 +107,9 @@ impl<W: Write + Send> ParquetWriter<W> {
             SerializedFileWriter::new(sink, file_schema.root_schema_ptr(), Arc::new(props))?;
         for kv in extra {
             file.append_key_value_metadata(kv);
+        }
+        if options.content_defined_chunking.is_some() {
+            by_content::check(&columns, &encoder_schema, &encoded)?;
         }
         let factory = ColumnWriters::new(&encoder_schema, &encoded, columns);
         let plain = plain.map(|p| ColumnWriters::new(&encoder_schema, &encoded, p));
@@ -290,6 +296,39 @@ impl<W: Write + Send> ParquetWriter<W> {
 
     fn encode_row_group(&mut self, batches: &[RecordBatch]) -> Result<()> {
         let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+        let encoded = if self.options.content_defined_chunking.is_some() && rows > 0 {
+            self.encode_by_content(batches)?
+        } else {
+            self.encode_columns(batches)?
+        };
+        let file = self
+            .file
+            .as_mut()
+            .ok_or_else(|| Error::Parquet("the writer is closed".into()))?;
+        let descriptors = file.schema_descr().columns().to_vec();
+        let mut group = file.next_row_group()?;
+        for (chunk, descr) in encoded.into_iter().zip(descriptors) {
+            match chunk {
+                EncodedChunk::Repaged { bytes, mut close } => {
+                    if descr.physical_type() == Physical::INT96 {
+                        close = int96::declare(close, descr)?;
+                    }
+                    group.append_column(&bytes, close)?
+                }
+                EncodedChunk::Native(chunk) => chunk.append_to_row_group(&mut group)?,
+                EncodedChunk::Appended(file, close) => group.append_column(&*file, close)?,
+            }
+        }
+        group.close()?;
+        self.row_groups += 1;
+        self.rows_written += rows as u64;
+        Ok(())
+    }
+
+    /// The row group's column chunks, encoded by the parquet crate's column writers (a field's
+    /// leaves a task, on as many threads as the options allow) and compressed by the repaging
+    /// stage where it compresses them.
+    fn encode_columns(&mut self, batches: &[RecordBatch]) -> Result<Vec<EncodedChunk>> {
         // Per leaf, whether it goes without the dictionary the options give it.
         let plain: Vec<bool> = self
             .leaves
@@ -367,27 +406,56 @@ impl<W: Write + Send> ParquetWriter<W> {
                 .map_err(|e| e.at(format_args!("column '{name}'")))
             },
         )?;
-        let file = self
-            .file
-            .as_mut()
-            .ok_or_else(|| Error::Parquet("the writer is closed".into()))?;
-        let descriptors = file.schema_descr().columns().to_vec();
-        let mut group = file.next_row_group()?;
-        for (chunk, descr) in encoded.into_iter().flatten().zip(descriptors) {
-            match chunk {
-                EncodedChunk::Repaged { bytes, mut close } => {
-                    if descr.physical_type() == Physical::INT96 {
-                        close = int96::declare(close, descr)?;
-                    }
-                    group.append_column(&bytes, close)?
+        Ok(encoded.into_iter().flatten().collect())
+    }
+
+    /// The row group's column chunks with their data pages cut by content (see `by_content`),
+    /// each then through the repaging stage where it goes through it. The crate's writer
+    /// encodes the leaves one after another, on the caller's thread; each numeric leaf keeps
+    /// the dictionary the options give it (the crate falls back to plain encoding as it fills).
+    fn encode_by_content(&mut self, batches: &[RecordBatch]) -> Result<Vec<EncodedChunk>> {
+        let props = self.factory.props.clone();
+        let schema = SchemaDescriptor::new(self.factory.root.clone());
+        let written = catch_panics("cutting pages by content", || {
+            by_content::encode_row_group(&props, &schema, &self.encoded, batches)
+        })?;
+        let mut leases = Leases::default();
+        let mut out = Vec::with_capacity(written.chunks.len());
+        let file = std::sync::Arc::new(written.file);
+        let plans = self
+            .leaves
+            .iter()
+            .enumerate()
+            .flat_map(|(field, plans)| plans.iter().map(move |plan| (field, *plan)));
+        for ((field, plan), close) in plans.zip(written.chunks) {
+            let name = self.schema.field(field).name();
+            let chunk = catch_panics(&format!("encoding column '{name}'"), || {
+                if !plan.repaged {
+                    return Ok(EncodedChunk::Appended(file.clone(), close));
                 }
-                EncodedChunk::Native(chunk) => chunk.append_to_row_group(&mut group)?,
-            }
+                let dictionary = match plan.given_dictionary {
+                    true => {
+                        let columns: Vec<_> = batches.iter().map(|b| b.column(field)).collect();
+                        GivenDictionary::of(&columns, plan.nullable)
+                    }
+                    false => None,
+                };
+                let compression = match plan.codec {
+                    PageCodec::Zstd(params) => {
+                        PageCompression::Zstd(params, leases.get(&self.pool, params)?)
+                    }
+                    other => PageCompression::Other(other),
+                };
+                let rewrites = Rewrites {
+                    dictionary: dictionary.as_ref(),
+                    checksum: self.options.page_checksum,
+                };
+                repage_chunk(file.clone(), close, compression, rewrites)
+            })
+            .map_err(|e| e.at(format_args!("column '{name}'")))?;
+            out.push(chunk);
         }
-        group.close()?;
-        self.row_groups += 1;
-        self.rows_written += rows as u64;
-        Ok(())
+        Ok(out)
     }
 }
 
