@@ -1,6 +1,6 @@
 """`use_content_defined_chunking`: data pages end where the values say, so a file written again
 after a small edit shares most of its pages with the old one. Pages are compared with
-pyarrow's, read from their headers (tests/helpers/parquet_pages.py)."""
+pyarrow's, read from their headers (zstdpool._bench.pages)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import zstdpool.parquet as zp
 from zstdpool.errors import ParameterError
 
 from tests.helpers.parquet import pyarrow_write
-from tests.helpers.parquet_pages import data_page_values, pages, shared_bytes
+from zstdpool._bench.pages import data_page_values, pages, shared_bytes
 
 #: Chunks of 16-64 KiB: a few thousand values a page, under the 20,000-row page limit.
 SMALL = {"min_chunk_size": 16 * 1024, "max_chunk_size": 64 * 1024}

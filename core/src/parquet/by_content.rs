@@ -3,11 +3,13 @@
 //! inserted, keeps most of its pages byte for byte, so a deduplicating store holds them once.
 //!
 //! The parquet crate cuts pages by content only inside its own `ArrowWriter`: the chunker and
-//! the column writers' page break are private to it. So such a row group is written whole by an
-//! `ArrowWriter` of its own, into memory, with the column writers' properties (the leaves the
-//! repaging stage compresses stay uncompressed there). Each column chunk is then taken out of
-//! that file with what its footer says of it (metadata, page indexes, bloom filter) and goes on
-//! as a column writer's chunk goes: through the repaging stage, or appended as it is.
+//! the column writers' page break are private to it. So each top-level field of such a row
+//! group is written by an `ArrowWriter` of its own, into memory, with the column writers'
+//! properties (the leaves the repaging stage compresses stay uncompressed there); fields are
+//! written on as many threads as a row group's columns are. Each column chunk is then taken out
+//! of that file with what its footer says of it (metadata, page indexes, bloom filter) and goes
+//! on as a column writer's chunk goes: through the repaging stage, or appended as it is. A
+//! chunker belongs to one leaf, so writing fields apart cuts the pages one writer would.
 //!
 //! A fresh `ArrowWriter` per row group starts its chunkers afresh at each row group, where
 //! pyarrow and the crate's own writer carry them on from one row group to the next: the first
@@ -15,21 +17,23 @@
 //! an `ArrowWriter` that is finished gives its chunks' page indexes, so one cannot write a
 //! whole file and hand each row group on as it is done.
 
+use std::sync::Arc;
+
 use ::parquet::arrow::arrow_writer::{ArrowWriter, ArrowWriterOptions};
 use ::parquet::bloom_filter::Sbbf;
 use ::parquet::column::writer::ColumnCloseResult;
 use ::parquet::file::page_index::column_index::ColumnIndexMetaData;
 use ::parquet::file::properties::WriterProperties;
-use ::parquet::schema::types::SchemaDescriptor;
-use arrow_array::RecordBatch;
-use arrow_schema::SchemaRef;
+use ::parquet::schema::types::{SchemaDescriptor, Type, TypePtr};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{FieldRef, Schema, SchemaRef};
 use bytes::Bytes;
 
 use super::int96;
 use crate::error::{Error, Result};
 
-/// One row group's column chunks, cut by content: the in-memory file they were written in
-/// (each chunk's metadata gives its place there), and each chunk's close result.
+/// The column chunks of one field of a row group, cut by content: the in-memory file they were
+/// written in (each chunk's metadata gives its place there), and each chunk's close result.
 pub(crate) struct ContentChunks {
     pub file: Bytes,
     pub chunks: Vec<ColumnCloseResult>,
@@ -55,14 +59,31 @@ pub(crate) fn check(
     Ok(())
 }
 
-/// Writes `batches` (of the writer's schema) as one row group of an `ArrowWriter` set up with
-/// `props` (which carry the chunking options), its leaves laid out as `schema` and its values
-/// of type `encoded` (timestamps as their INT96 bytes where the file stores INT96).
-pub(crate) fn encode_row_group(
+/// The schema of a file of one top-level field of `root` (a file's root group), for
+/// [`encode_field`].
+pub(crate) fn field_schema(root: &TypePtr, field: usize) -> Result<SchemaDescriptor> {
+    let fields = root.get_fields();
+    let one = fields.get(field).ok_or_else(|| {
+        Error::Parquet(format!(
+            "field {field} of a schema of {} fields",
+            fields.len()
+        ))
+    })?;
+    let group = Type::group_type_builder(root.name())
+        .with_fields(vec![one.clone()])
+        .build()?;
+    Ok(SchemaDescriptor::new(Arc::new(group)))
+}
+
+/// Writes one top-level field of a row group (`columns`, one array per batch, of `field`'s
+/// type but for timestamps stored as INT96, encoded here) as the only field of an
+/// `ArrowWriter` set up with `props` (which carry the chunking options), its leaves laid out
+/// as `schema` (from [`field_schema`]).
+pub(crate) fn encode_field(
     props: &WriterProperties,
     schema: &SchemaDescriptor,
-    encoded: &SchemaRef,
-    batches: &[RecordBatch],
+    field: &FieldRef,
+    columns: &[&ArrayRef],
 ) -> Result<ContentChunks> {
     // The row group is the caller's: the `ArrowWriter` must not cut it by rows or bytes.
     let props = props
@@ -75,20 +96,14 @@ pub(crate) fn encode_row_group(
         .with_properties(props)
         .with_skip_arrow_metadata(true)
         .with_parquet_schema(schema.clone());
-    let mut writer = ArrowWriter::try_new_with_options(Vec::new(), encoded.clone(), options)?;
-    for batch in batches {
-        let columns = batch
-            .columns()
-            .iter()
-            .zip(encoded.fields())
-            .map(
-                |(column, field)| match column.data_type() == field.data_type() {
-                    true => Ok(column.clone()),
-                    false => int96::encode(column),
-                },
-            )
-            .collect::<Result<Vec<_>>>()?;
-        writer.write(&RecordBatch::try_new(encoded.clone(), columns)?)?;
+    let arrow = Arc::new(Schema::new(vec![field.clone()]));
+    let mut writer = ArrowWriter::try_new_with_options(Vec::new(), arrow.clone(), options)?;
+    for column in columns {
+        let column = match column.data_type() == field.data_type() {
+            true => (*column).clone(),
+            false => int96::encode(column)?,
+        };
+        writer.write(&RecordBatch::try_new(arrow.clone(), vec![column])?)?;
     }
     let metadata = writer.finish()?;
     let file = Bytes::from(std::mem::take(writer.inner_mut()));

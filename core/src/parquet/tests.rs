@@ -455,7 +455,10 @@ fn pages_cut_by_content_read_back_with_every_codec() {
         // int32s are 160 KB) where the page size alone makes one.
         let (cut, plain) = (page_counts(&cut), page_counts(&plain));
         assert_eq!(cut.len(), 4);
-        assert!(cut.iter().zip(&plain).all(|(c, p)| c > p), "{cut:?} {plain:?}");
+        assert!(
+            cut.iter().zip(&plain).all(|(c, p)| c > p),
+            "{cut:?} {plain:?}"
+        );
         assert!(cut[0] >= 10, "{cut:?}");
     }
     assert_eq!(pool.stats().leased, 0);

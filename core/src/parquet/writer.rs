@@ -14,7 +14,7 @@ use ::parquet::file::metadata::KeyValue;
 use ::parquet::file::properties::WriterProperties;
 use ::parquet::file::writer::SerializedFileWriter;
 use ::parquet::schema::types::{SchemaDescriptor, TypePtr};
-use arrow_array::{Array, RecordBatch};
+use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 
 use super::by_content;
@@ -47,6 +47,9 @@ pub struct ParquetWriter<W: Write + Send> {
     encoded: SchemaRef,
     /// Per top-level field, how each of its leaf columns is written.
     leaves: Vec<Vec<LeafPlan>>,
+    /// Per top-level field, the schema of the file it is written in alone when its pages are
+    /// cut by content (see `by_content`); empty otherwise.
+    content_schemas: Vec<SchemaDescriptor>,
     options: WriteOptions,
     pool: ContextPool,
     pending: Vec<RecordBatch>,
@@ -108,9 +111,16 @@ impl<W: Write + Send> ParquetWriter<W> {
         for kv in extra {
             file.append_key_value_metadata(kv);
         }
-        if options.content_defined_chunking.is_some() {
-            by_content::check(&columns, &encoder_schema, &encoded)?;
-        }
+        let content_schemas = match options.content_defined_chunking {
+            Some(_) => {
+                by_content::check(&columns, &encoder_schema, &encoded)?;
+                let root = encoder_schema.root_schema_ptr();
+                (0..encoded.fields().len())
+                    .map(|field| by_content::field_schema(&root, field))
+                    .collect::<Result<Vec<_>>>()?
+            }
+            None => Vec::new(),
+        };
         let factory = ColumnWriters::new(&encoder_schema, &encoded, columns);
         let plain = plain.map(|p| ColumnWriters::new(&encoder_schema, &encoded, p));
         Ok(ParquetWriter {
@@ -121,6 +131,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             stored,
             encoded,
             leaves,
+            content_schemas,
             options,
             pool: pool.clone(),
             pending: Vec::new(),
@@ -329,20 +340,7 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// leaves a task, on as many threads as the options allow) and compressed by the repaging
     /// stage where it compresses them.
     fn encode_columns(&mut self, batches: &[RecordBatch]) -> Result<Vec<EncodedChunk>> {
-        // Per leaf, whether it goes without the dictionary the options give it.
-        let plain: Vec<bool> = self
-            .leaves
-            .iter()
-            .enumerate()
-            .flat_map(|(field, plans)| {
-                plans.iter().map(move |plan| {
-                    plan.sampled && {
-                        let columns: Vec<_> = batches.iter().map(|b| b.column(field)).collect();
-                        !dictionary_pays(&columns, plan.width)
-                    }
-                })
-            })
-            .collect();
+        let plain = self.plain_leaves(batches);
         // Each set of writers is made only if some leaf takes its writer from it.
         let index = self.row_groups;
         let mut leaves = if plain.contains(&false) || self.plain.is_none() {
@@ -409,53 +407,105 @@ impl<W: Write + Send> ParquetWriter<W> {
         Ok(encoded.into_iter().flatten().collect())
     }
 
-    /// The row group's column chunks with their data pages cut by content (see `by_content`),
-    /// each then through the repaging stage where it goes through it. The crate's writer
-    /// encodes the leaves one after another, on the caller's thread; each numeric leaf keeps
-    /// the dictionary the options give it (the crate falls back to plain encoding as it fills).
-    fn encode_by_content(&mut self, batches: &[RecordBatch]) -> Result<Vec<EncodedChunk>> {
-        let props = self.factory.props.clone();
-        let schema = SchemaDescriptor::new(self.factory.root.clone());
-        let written = catch_panics("cutting pages by content", || {
-            by_content::encode_row_group(&props, &schema, &self.encoded, batches)
-        })?;
-        let mut leases = Leases::default();
-        let mut out = Vec::with_capacity(written.chunks.len());
-        let file = std::sync::Arc::new(written.file);
-        let plans = self
-            .leaves
+    /// Per leaf, whether it goes without the dictionary the options give it: a sampled leaf
+    /// whose row group's sample says a dictionary would not pay.
+    fn plain_leaves(&self, batches: &[RecordBatch]) -> Vec<bool> {
+        self.leaves
             .iter()
             .enumerate()
-            .flat_map(|(field, plans)| plans.iter().map(move |plan| (field, *plan)));
-        for ((field, plan), close) in plans.zip(written.chunks) {
-            let name = self.schema.field(field).name();
-            let chunk = catch_panics(&format!("encoding column '{name}'"), || {
-                if !plan.repaged {
-                    return Ok(EncodedChunk::Appended(file.clone(), close));
-                }
-                let dictionary = match plan.given_dictionary {
-                    true => {
+            .flat_map(|(field, plans)| {
+                plans.iter().map(move |plan| {
+                    plan.sampled && {
                         let columns: Vec<_> = batches.iter().map(|b| b.column(field)).collect();
-                        GivenDictionary::of(&columns, plan.nullable)
+                        !dictionary_pays(&columns, plan.width)
                     }
-                    false => None,
-                };
-                let compression = match plan.codec {
-                    PageCodec::Zstd(params) => {
-                        PageCompression::Zstd(params, leases.get(&self.pool, params)?)
-                    }
-                    other => PageCompression::Other(other),
-                };
-                let rewrites = Rewrites {
-                    dictionary: dictionary.as_ref(),
-                    checksum: self.options.page_checksum,
-                };
-                repage_chunk(file.clone(), close, compression, rewrites)
+                })
             })
-            .map_err(|e| e.at(format_args!("column '{name}'")))?;
-            out.push(chunk);
+            .collect()
+    }
+
+    /// The row group's column chunks with their data pages cut by content (see `by_content`):
+    /// each top-level field written by the crate's own writer, a field a task, on as many
+    /// threads as the options allow, and each chunk then through the repaging stage where it
+    /// goes through it.
+    fn encode_by_content(&mut self, batches: &[RecordBatch]) -> Result<Vec<EncodedChunk>> {
+        let file = self
+            .file
+            .as_ref()
+            .ok_or_else(|| Error::Parquet("the writer is closed".into()))?;
+        let mut props = self.factory.props.as_ref().clone().into_builder();
+        let plain = self.plain_leaves(batches);
+        for (column, _) in file
+            .schema_descr()
+            .columns()
+            .iter()
+            .zip(plain)
+            .filter(|c| c.1)
+        {
+            props = props.set_column_dictionary_enabled(column.path().clone(), false);
         }
-        Ok(out)
+        let props = props.build();
+        let tasks: Vec<(usize, usize)> = (0..self.leaves.len())
+            .map(|field| {
+                let bytes = batches
+                    .iter()
+                    .map(|b| b.column(field).get_buffer_memory_size())
+                    .sum();
+                (field, bytes)
+            })
+            .collect();
+        let total = tasks.iter().map(|t| t.1).sum();
+        let threads = resolve_threads(self.options.threads, total, tasks.len())?;
+        let checksum = self.options.page_checksum;
+        let encoded = for_each_parallel(
+            &tasks,
+            threads,
+            None,
+            |t| t.1,
+            || Ok(Leases::default()),
+            |leases, _, &(field, _)| {
+                let name = self.schema.field(field).name();
+                catch_panics(&format!("encoding column '{name}'"), || {
+                    let columns: Vec<_> = batches.iter().map(|b| b.column(field)).collect();
+                    let written = by_content::encode_field(
+                        &props,
+                        &self.content_schemas[field],
+                        self.encoded.fields().get(field).ok_or_else(|| {
+                            Error::Parquet(format!("no field {field} to cut by content"))
+                        })?,
+                        &columns,
+                    )?;
+                    let file = Arc::new(written.file);
+                    let plans = &self.leaves[field];
+                    if plans.len() != written.chunks.len() {
+                        return Err(Error::Parquet(format!(
+                            "the content-defined chunker wrote {} column chunks for {} leaves",
+                            written.chunks.len(),
+                            plans.len()
+                        )));
+                    }
+                    plans
+                        .iter()
+                        .zip(written.chunks)
+                        .map(|(plan, close)| match plan.repaged {
+                            false => Ok(EncodedChunk::Appended(file.clone(), close)),
+                            true => through_repaging(
+                                plan,
+                                &columns,
+                                leases,
+                                &self.pool,
+                                checksum,
+                                |compression, rewrites| {
+                                    repage_chunk(file.clone(), close, compression, rewrites)
+                                },
+                            ),
+                        })
+                        .collect::<Result<Vec<_>>>()
+                })
+                .map_err(|e| e.at(format_args!("column '{name}'")))
+            },
+        )?;
+        Ok(encoded.into_iter().flatten().collect())
     }
 }
 
@@ -612,23 +662,45 @@ fn encode_field(
             out.push(EncodedChunk::Native(chunk));
             continue;
         }
-        let dictionary = if plan.given_dictionary {
-            let columns: Vec<_> = batches.iter().map(|b| b.column(task.field)).collect();
-            GivenDictionary::of(&columns, plan.nullable)
-        } else {
-            None
-        };
-        let compression = match plan.codec {
-            PageCodec::Zstd(params) => PageCompression::Zstd(params, leases.get(pool, params)?),
-            other => PageCompression::Other(other),
-        };
-        let rewrites = Rewrites {
-            dictionary: dictionary.as_ref(),
+        let columns: Vec<_> = batches.iter().map(|b| b.column(task.field)).collect();
+        out.push(through_repaging(
+            &plan,
+            &columns,
+            leases,
+            pool,
             checksum,
-        };
-        out.push(repage(chunk, &leaf.blobs, compression, rewrites)?);
+            |compression, rewrites| repage(chunk, &leaf.blobs, compression, rewrites),
+        )?);
     }
     Ok(out)
+}
+
+/// A chunk of `plan`'s leaf through the repaging stage (`repage`, given how to compress its
+/// pages and what to rewrite): its codec, with a pooled context for zstd, and the Arrow
+/// dictionary of the field's arrays (`columns`) where the leaf is written with it.
+fn through_repaging(
+    plan: &LeafPlan,
+    columns: &[&ArrayRef],
+    leases: &mut Leases,
+    pool: &ContextPool,
+    checksum: bool,
+    repage: impl FnOnce(PageCompression<'_>, Rewrites<'_>) -> Result<EncodedChunk>,
+) -> Result<EncodedChunk> {
+    let dictionary = match plan.given_dictionary {
+        true => GivenDictionary::of(columns, plan.nullable),
+        false => None,
+    };
+    let compression = match plan.codec {
+        PageCodec::Zstd(params) => PageCompression::Zstd(params, leases.get(pool, params)?),
+        other => PageCompression::Other(other),
+    };
+    repage(
+        compression,
+        Rewrites {
+            dictionary: dictionary.as_ref(),
+            checksum,
+        },
+    )
 }
 
 /// The compressors one thread holds while it encodes, one per parameter set it met.

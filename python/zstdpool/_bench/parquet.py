@@ -7,6 +7,10 @@ its library's default row groups and pages; the "bytes" column shows what each w
 table with zstdpool's ``threads=1`` and ``threads=2`` beside pyarrow's defaults.
 ``parquet_bloom`` writes the lineitem table with bloom filters on three columns, zstdpool and
 pyarrow with the same ``bloom_filter_options``.
+``parquet_cdc`` writes it with ``use_content_defined_chunking=True``, zstdpool and pyarrow; its
+"shared%" column is the share of page bytes that the same library's file of the table with ten
+rows inserted a tenth of the way in has in common with the first file: what a deduplicating
+store does not store again.
 ``parquet_reader`` reads a file written by pyarrow (zstd level 1) into a table.
 """
 
@@ -173,6 +177,38 @@ BLOOM_WRITERS: tuple[ParquetImpl, ...] = (
 )
 
 
+CDC_WRITERS: tuple[ParquetImpl, ...] = (
+    ParquetImpl("zstdpool content-defined", _zstdpool_write(use_content_defined_chunking=True)),
+    ParquetImpl(
+        "pyarrow content-defined",
+        _pyarrow_write_with(use_content_defined_chunking=True),
+        ("pyarrow",),
+    ),
+)
+
+
+def with_rows_inserted(table: pa.Table) -> pa.Table:
+    """``table`` with ten of its rows inserted again a tenth of the way in: an edit that shifts
+    every later row."""
+    import pyarrow as pa
+
+    at = table.num_rows // 10
+    return pa.concat_tables([table.slice(0, at), table.slice(0, 10), table.slice(at)])
+
+
+def _shared_after_insert(
+    impl: ParquetImpl, case: TableCase
+) -> Callable[[object], dict[str, float]]:
+    def figures(out: object) -> dict[str, float]:
+        from zstdpool._bench.pages import shared_bytes
+
+        with ExitStack() as stack:
+            edited = written(impl.bind(stack, with_rows_inserted(case.table()))())
+        return {**_bytes(out), "shared%": 100 * shared_bytes(written(out), edited)}
+
+    return figures
+
+
 def _zstdpool_read(stack: ExitStack, data: bytes) -> Timed:
     import zstdpool.parquet
 
@@ -227,7 +263,14 @@ def _bind(impl: ParquetImpl, make_input: Callable[[], Any]) -> Callable[[ExitSta
     return setup
 
 
-def writer_workload(case: TableCase, group: str, impls: tuple[ParquetImpl, ...]) -> Workload:
+def writer_workload(
+    case: TableCase,
+    group: str,
+    impls: tuple[ParquetImpl, ...],
+    figures: Callable[[ParquetImpl, TableCase], Callable[[object], dict[str, float]]] | None = None,
+) -> Workload:
+    """Writing ``case`` with each of ``impls``; ``figures`` gives what is reported beside the
+    time (the file's bytes when None)."""
     return Workload(
         name=f"{group} {case.name}",
         group=group,
@@ -240,7 +283,7 @@ def writer_workload(case: TableCase, group: str, impls: tuple[ParquetImpl, ...])
                 impl.label,
                 _bind(impl, case.table),
                 check=lambda out: check_written(case.table(), out),
-                extra=_bytes,
+                extra=_bytes if figures is None else figures(impl, case),
                 requires=impl.requires,
             )
             for impl in impls
@@ -287,5 +330,7 @@ def parquet_workloads(profile: Profile) -> Iterator[Workload]:
     yield writer_workload(big, "parquet_threads", THREADED_WRITERS)
     for case in [cases[-1], big]:
         yield writer_workload(case, "parquet_bloom", BLOOM_WRITERS)
+    for case in [cases[-1], big]:
+        yield writer_workload(case, "parquet_cdc", CDC_WRITERS, _shared_after_insert)
     for case in [*cases, big]:
         yield reader_workload(case)

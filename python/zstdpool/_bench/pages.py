@@ -1,14 +1,14 @@
-"""The pages of a Parquet column chunk, read from their headers, for tests that check where a
-writer ends its pages: pyarrow reads footers but shows no page. A page header is a Thrift
-compact struct; this reads the few fields a test looks at and skips the rest."""
+"""The pages of a Parquet column chunk, read from their headers: where a writer ended its
+pages, and how many of a file's page bytes a deduplicating store already holds from another
+file (the ``parquet_cdc`` workloads' figure, and the content-defined chunking tests'). pyarrow
+reads footers but shows no page. A page header is a Thrift compact struct; this reads the few
+fields looked at here and skips the rest."""
 
 from __future__ import annotations
 
 import io
 from dataclasses import dataclass
 from typing import Any
-
-import pyarrow.parquet as pq
 
 DATA_PAGE, DICTIONARY_PAGE, DATA_PAGE_V2 = 0, 2, 3
 
@@ -85,6 +85,8 @@ def _struct(data: bytes, at: int) -> tuple[dict[int, Any], int]:
 
 def pages(data: bytes, row_group: int, column: int) -> list[Page]:
     """Every page of a column chunk, in file order."""
+    import pyarrow.parquet as pq
+
     chunk = pq.ParquetFile(io.BytesIO(data)).metadata.row_group(row_group).column(column)
     at = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
     end = at + chunk.total_compressed_size
@@ -108,6 +110,8 @@ def data_page_values(data: bytes, row_group: int, column: int) -> list[int]:
 def shared_bytes(old: bytes, new: bytes) -> float:
     """The share of `new`'s page bytes found as whole pages in `old`: what a store that keeps
     each distinct page once would not store again."""
+
+    import pyarrow.parquet as pq
 
     def bodies(data: bytes) -> list[bytes]:
         md = pq.ParquetFile(io.BytesIO(data)).metadata
