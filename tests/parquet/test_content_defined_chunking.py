@@ -15,10 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 import zstdpool
 import zstdpool.parquet as zp
+from zstdpool._bench.pages import data_page_values, pages, shared_bytes
 from zstdpool.errors import ParameterError
 
 from tests.helpers.parquet import pyarrow_write
-from zstdpool._bench.pages import data_page_values, pages, shared_bytes
 
 #: Chunks of 16-64 KiB: a few thousand values a page, under the 20,000-row page limit.
 SMALL = {"min_chunk_size": 16 * 1024, "max_chunk_size": 64 * 1024}
