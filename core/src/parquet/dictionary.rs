@@ -21,6 +21,7 @@ use ::parquet::column::page::Page;
 use arrow_array::cast::AsArray;
 use arrow_array::types::UInt32Type;
 use arrow_array::{Array, ArrayRef};
+use arrow_buffer::NullBuffer;
 use arrow_schema::DataType;
 use bytes::Bytes;
 
@@ -43,34 +44,35 @@ const SAMPLE: usize = 1024;
 pub(crate) fn dictionary_pays(columns: &[&ArrayRef], width: usize) -> bool {
     let rows: usize = columns.iter().map(|c| c.len()).sum();
     let step = rows.div_ceil(SAMPLE).max(1);
-    // Each sampled value's bytes; counted distinct by sorting, cheaper than hashing this few.
-    let mut seen: Vec<u128> = Vec::with_capacity(SAMPLE.min(rows) + 1);
+    // Each sampled value's bits; counted distinct by sorting, cheaper than hashing this few.
+    let mut seen: Vec<u64> = Vec::with_capacity(SAMPLE.min(rows) + 1);
     let mut start = 0;
     for column in columns {
         let data = column.to_data();
-        let Some(w) = data.data_type().primitive_width() else {
-            return true;
-        };
-        if w > 16 {
-            return true;
-        }
         let Some(values) = data.buffers().first() else {
             return true;
         };
-        let values = values.as_slice();
         // The first sampled row of this array: the next multiple of `step` from `start`.
-        let mut i = (step - start % step) % step;
-        while i < column.len() {
-            if data.is_valid(i) {
-                let at = (data.offset() + i) * w;
-                let Some(value) = values.get(at..at + w) else {
-                    return true;
-                };
-                let mut bits = [0u8; 16];
-                bits[..w].copy_from_slice(value);
-                seen.push(u128::from_le_bytes(bits));
-            }
-            i += step;
+        let first = (step - start % step) % step;
+        let sample = Sample {
+            values: values.as_slice(),
+            offset: data.offset(),
+            len: column.len(),
+            nulls: data.nulls(),
+            first,
+            step,
+        };
+        let taken = match data.data_type().primitive_width() {
+            Some(1) => sample.take::<1>(&mut seen),
+            Some(2) => sample.take::<2>(&mut seen),
+            Some(4) => sample.take::<4>(&mut seen),
+            Some(8) => sample.take::<8>(&mut seen),
+            // A decimal stored as an integer holds no more than an i64: its low half is it.
+            Some(16) => sample.take::<16>(&mut seen),
+            _ => false,
+        };
+        if !taken {
+            return true;
         }
         start += column.len();
     }
@@ -92,6 +94,39 @@ pub(crate) fn dictionary_pays(columns: &[&ArrayRef], width: usize) -> bool {
     let index_bits = distinct.max(2.0).log2().ceil();
     let dictionary = distinct * width as f64 + rows as f64 * index_bits / 8.0;
     dictionary < rows as f64 * width as f64 / 2.0
+}
+
+/// Every `step`th row of one array of fixed-width values, from row `first`, for
+/// [`dictionary_pays`].
+struct Sample<'a> {
+    values: &'a [u8],
+    offset: usize,
+    len: usize,
+    nulls: Option<&'a NullBuffer>,
+    first: usize,
+    step: usize,
+}
+
+impl Sample<'_> {
+    /// Pushes the low 64 bits of each sampled value of `W` bytes that is not null; false if
+    /// the values buffer is shorter than the array says.
+    fn take<const W: usize>(&self, seen: &mut Vec<u64>) -> bool {
+        let mut i = self.first;
+        while i < self.len {
+            if self.nulls.is_none_or(|n| n.is_valid(i)) {
+                let at = (self.offset + i) * W;
+                let Some(value) = self.values.get(at..at + W) else {
+                    return false;
+                };
+                let mut bits = [0u8; 8];
+                let low = W.min(8);
+                bits[..low].copy_from_slice(&value[..low]);
+                seen.push(u64::from_le_bytes(bits));
+            }
+            i += self.step;
+        }
+        true
+    }
 }
 
 /// Whether the dictionary of a column of type `dt` can be written as given: strings or
@@ -376,6 +411,46 @@ mod tests {
             &column((0..128).map(|i| i % 3))
         ]));
         assert!(dictionary_pays_8(&[&column(0..10)]));
+    }
+
+    #[test]
+    fn every_width_nulls_and_slices_are_sampled() {
+        let rows = 100_000i32;
+        let scramble = |i: i32| ((i as i64 * 7919 + 13) % 1_000_003) as i32;
+        let with_nulls = |values: &dyn Fn(i32) -> i32| -> ArrayRef {
+            let array = arrow_array::Int32Array::from_iter(
+                (0..rows).map(|i| (i % 5 != 0).then(|| values(i))),
+            );
+            std::sync::Arc::new(array.slice(3, rows as usize - 10))
+        };
+        assert!(dictionary_pays(&[&with_nulls(&|i| scramble(i) % 1_000)], 4));
+        assert!(!dictionary_pays(&[&with_nulls(&scramble)], 4));
+        let decimals = |values: &dyn Fn(i32) -> i128| -> ArrayRef {
+            let array = arrow_array::Decimal128Array::from_iter_values((0..rows).map(values))
+                .with_precision_and_scale(18, 2)
+                .unwrap();
+            std::sync::Arc::new(array)
+        };
+        // Negative values too: the low half tells apart what an i64 holds.
+        assert!(dictionary_pays(
+            &[&decimals(&|i| (scramble(i) % 1_000) as i128 - 500)],
+            8
+        ));
+        assert!(!dictionary_pays(
+            &[&decimals(&|i| scramble(i) as i128 - 500_000)],
+            8
+        ));
+        let small: ArrayRef = std::sync::Arc::new(arrow_array::Int16Array::from_iter_values(
+            (0..rows).map(|i| (scramble(i) % 30_000) as i16),
+        ));
+        assert!(!dictionary_pays(&[&small], 4));
+        // A slice is sampled from its own first row: distinct values before it, few in it.
+        let whole = column((0..rows as i64).map(|i| match i < 50_000 {
+            true => i,
+            false => i % 7,
+        }));
+        assert!(dictionary_pays_8(&[&whole.slice(50_000, 50_000)]));
+        assert!(!dictionary_pays_8(&[&whole.slice(0, 50_000)]));
     }
 
     #[test]
