@@ -260,3 +260,34 @@ def test_one_writer_in_two_threads_gets_busy_error() -> None:
         release.set()
         worker.join(10)
     w.close()
+
+
+def test_files_of_one_schema_differ_where_their_schemas_and_options_do() -> None:
+    """Writers of one schema and options share what they derive from them; each file still
+    holds its own ordered flags, metadata and options, written alternately."""
+
+    def table(ordered: bool, nested_ordered: bool, meta: str) -> pa.Table:
+        dictionary = pa.array(["b", "a", "b"]).dictionary_encode()
+        plain = pa.DictionaryArray.from_arrays(
+            dictionary.indices, dictionary.dictionary, ordered=ordered
+        )
+        nested = pa.DictionaryArray.from_arrays(
+            dictionary.indices, dictionary.dictionary, ordered=nested_ordered
+        )
+        return pa.table(
+            {"d": plain, "s": pa.StructArray.from_arrays([nested], ["n"])}
+        ).replace_schema_metadata({"k": meta})
+
+    for _ in range(2):
+        for ordered, nested_ordered, meta in [
+            (True, False, "a"),
+            (False, False, "a"),
+            (True, True, "a"),
+            (True, False, "b"),
+        ]:
+            back = pq.read_table(io.BytesIO(zp.write_table(table(ordered, nested_ordered, meta))))
+            assert back.schema.field("d").type.ordered == ordered
+            assert back.schema.field("s").type.field("n").type.ordered == nested_ordered
+            assert back.schema.metadata[b"k"] == meta.encode()
+        for codec in ["zstd", "snappy"]:
+            assert set(codecs(zp.write_table(TABLE, compression=codec)).values()) == {codec.upper()}

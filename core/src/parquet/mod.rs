@@ -21,6 +21,7 @@ mod int96;
 mod options;
 mod page_header;
 mod pages;
+mod plan;
 mod reader;
 mod repage;
 mod source;

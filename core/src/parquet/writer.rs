@@ -5,7 +5,6 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
-use ::parquet::arrow::add_encoded_arrow_schema_to_metadata;
 use ::parquet::arrow::arrow_writer::{
     compute_leaves, ArrowColumnWriter, ArrowRowGroupWriterFactory,
 };
@@ -18,13 +17,14 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 
 use super::by_content;
-use super::dictionary::{dictionary_pays, writes_given_dictionary, GivenDictionary};
+use super::dictionary::{dictionary_pays, GivenDictionary};
 use super::int96;
-use super::options::{PageCodec, Properties, WriteOptions};
+use super::options::{PageCodec, WriteOptions};
+use super::plan::{plan_for, LeafPlan, Plan};
 use super::repage::{
     repage, repage_chunk, CaptureFactory, EncodedChunk, PageCompression, Rewrites,
 };
-use super::stored::{check_truncation, coarsens, parquet_schema, parquet_schema_as, stored_schema};
+use super::stored::{check_truncation, coarsens};
 use crate::batch_schema::check_schema;
 use crate::context::{CompressParams, Compressor};
 use crate::error::{catch_panics, Error, Result};
@@ -40,16 +40,8 @@ pub struct ParquetWriter<W: Write + Send> {
     plain: Option<ColumnWriters>,
     /// The schema batches must have.
     schema: SchemaRef,
-    /// What is stored: `schema` with the types Parquet has no unit for coerced (see `coerce`).
-    stored: SchemaRef,
-    /// What the column writers encode: `stored`, but with timestamps as their INT96 bytes
-    /// under `use_deprecated_int96_timestamps` (see `int96`).
-    encoded: SchemaRef,
-    /// Per top-level field, how each of its leaf columns is written.
-    leaves: Vec<Vec<LeafPlan>>,
-    /// Per top-level field, the schema of the file it is written in alone when its pages are
-    /// cut by content (see `by_content`); empty otherwise.
-    content_schemas: Vec<SchemaDescriptor>,
+    /// What the writer derives from its schema and options (kept for writers of the same).
+    plan: Arc<Plan>,
     options: WriteOptions,
     pool: ContextPool,
     pending: Vec<RecordBatch>,
@@ -69,69 +61,22 @@ impl<W: Write + Send> ParquetWriter<W> {
         options: WriteOptions,
         pool: &ContextPool,
     ) -> Result<Self> {
-        let stored = Arc::new(stored_schema(&schema, &options));
-        let encoded = match options.int96_timestamps {
-            true => Arc::new(int96::encoded_schema(&stored)),
-            false => stored.clone(),
-        };
-        // The file's schema, and the one the column writers encode (INT96 leaves as
-        // FIXED_LEN_BYTE_ARRAY there).
-        let file_schema = parquet_schema_as(&encoded, &stored, &options)?;
-        let encoder_schema = match options.int96_timestamps {
-            true => parquet_schema(&encoded, &options)?,
-            false => file_schema.clone(),
-        };
-        let leaves = leaf_plans(&file_schema, &stored, &options);
-        let repaged: Vec<bool> = leaves.iter().flatten().map(|l| l.repaged).collect();
-        let sampled: Vec<bool> = leaves.iter().flatten().map(|l| l.sampled).collect();
-        let int96: Vec<bool> = leaves.iter().flatten().map(|l| l.int96).collect();
-        let Properties {
-            file: mut props,
-            columns,
-            plain,
-        } = options.properties(&encoder_schema, &repaged, &sampled, &int96)?;
-        if options.store_schema {
-            add_encoded_arrow_schema_to_metadata(&stored, &mut props);
+        let plan = plan_for(&schema, &options)?;
+        let mut file = SerializedFileWriter::new(sink, plan.file_root.clone(), plan.file.clone())?;
+        for kv in &plan.appended {
+            file.append_key_value_metadata(kv.clone());
         }
-        // The schema's own metadata (pandas' among it) also as the file's key-value pairs, as
-        // pyarrow writes it, unless the caller set the same key.
-        let mut extra: Vec<KeyValue> = Vec::new();
-        let mut keys: Vec<&String> = schema.metadata().keys().collect();
-        keys.sort();
-        for key in keys {
-            let taken = props
-                .key_value_metadata()
-                .is_some_and(|kv| kv.iter().any(|e| &e.key == key));
-            if !taken {
-                extra.push(KeyValue::new(key.clone(), schema.metadata()[key].clone()));
-            }
-        }
-        let mut file =
-            SerializedFileWriter::new(sink, file_schema.root_schema_ptr(), Arc::new(props))?;
-        for kv in extra {
-            file.append_key_value_metadata(kv);
-        }
-        let content_schemas = match options.content_defined_chunking {
-            Some(_) => {
-                by_content::check(&columns, &encoder_schema, &encoded)?;
-                let root = encoder_schema.root_schema_ptr();
-                (0..encoded.fields().len())
-                    .map(|field| by_content::field_schema(&root, field))
-                    .collect::<Result<Vec<_>>>()?
-            }
-            None => Vec::new(),
-        };
-        let factory = ColumnWriters::new(&encoder_schema, &encoded, columns);
-        let plain = plain.map(|p| ColumnWriters::new(&encoder_schema, &encoded, p));
+        let factory = ColumnWriters::new(&plan.encoder_schema, &plan.encoded, &plan.columns);
+        let plain = plan
+            .plain
+            .as_ref()
+            .map(|p| ColumnWriters::new(&plan.encoder_schema, &plan.encoded, p));
         Ok(ParquetWriter {
             file: Some(file),
             factory,
             plain,
             schema,
-            stored,
-            encoded,
-            leaves,
-            content_schemas,
+            plan,
             options,
             pool: pool.clone(),
             pending: Vec::new(),
@@ -207,7 +152,7 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// each empty table it is given.
     pub fn write_empty_row_group(&mut self) -> Result<()> {
         self.flush()?;
-        let empty = RecordBatch::new_empty(self.stored.clone());
+        let empty = RecordBatch::new_empty(self.plan.stored.clone());
         self.write_row_group(&[empty])
     }
 
@@ -223,7 +168,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         let columns = batch
             .columns()
             .iter()
-            .zip(self.stored.fields())
+            .zip(self.plan.stored.fields())
             .map(|(column, field)| {
                 if column.data_type() == field.data_type() {
                     return Ok(column.clone());
@@ -249,7 +194,7 @@ impl<W: Write + Send> ParquetWriter<W> {
                 Ok(stored)
             })
             .collect::<Result<Vec<_>>>()?;
-        let batch = RecordBatch::try_new(self.stored.clone(), columns)?;
+        let batch = RecordBatch::try_new(self.plan.stored.clone(), columns)?;
         let mut rest = batch;
         loop {
             let room = self.options.row_group_size - self.pending_rows;
@@ -353,8 +298,8 @@ impl<W: Write + Send> ParquetWriter<W> {
             _ => None,
         };
         let mut plain = plain.into_iter();
-        let mut tasks = Vec::with_capacity(self.leaves.len());
-        for (field, plans) in self.leaves.iter().enumerate() {
+        let mut tasks = Vec::with_capacity(self.plan.leaves.len());
+        for (field, plans) in self.plan.leaves.iter().enumerate() {
             let mut columns = Vec::with_capacity(plans.len());
             for plan in plans {
                 let missing = || Error::Parquet("fewer column writers than leaf columns".into());
@@ -388,7 +333,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         }
         let total: usize = tasks.iter().map(|t| t.bytes).sum();
         let threads = resolve_threads(self.options.threads, total, tasks.len())?;
-        let schema = &self.encoded;
+        let schema = &self.plan.encoded;
         let checksum = self.options.page_checksum;
         let encoded = for_each_parallel(
             &tasks,
@@ -410,7 +355,8 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// Per leaf, whether it goes without the dictionary the options give it: a sampled leaf
     /// whose row group's sample says a dictionary would not pay.
     fn plain_leaves(&self, batches: &[RecordBatch]) -> Vec<bool> {
-        self.leaves
+        self.plan
+            .leaves
             .iter()
             .enumerate()
             .flat_map(|(field, plans)| {
@@ -445,7 +391,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             props = props.set_column_dictionary_enabled(column.path().clone(), false);
         }
         let props = props.build();
-        let tasks: Vec<(usize, usize)> = (0..self.leaves.len())
+        let tasks: Vec<(usize, usize)> = (0..self.plan.leaves.len())
             .map(|field| {
                 let bytes = batches
                     .iter()
@@ -469,14 +415,14 @@ impl<W: Write + Send> ParquetWriter<W> {
                     let columns: Vec<_> = batches.iter().map(|b| b.column(field)).collect();
                     let written = by_content::encode_field(
                         &props,
-                        &self.content_schemas[field],
-                        self.encoded.fields().get(field).ok_or_else(|| {
+                        &self.plan.content_schemas[field],
+                        self.plan.encoded.fields().get(field).ok_or_else(|| {
                             Error::Parquet(format!("no field {field} to cut by content"))
                         })?,
                         &columns,
                     )?;
                     let file = Arc::new(written.file);
-                    let plans = &self.leaves[field];
+                    let plans = &self.plan.leaves[field];
                     if plans.len() != written.chunks.len() {
                         return Err(Error::Parquet(format!(
                             "the content-defined chunker wrote {} column chunks for {} leaves",
@@ -522,27 +468,6 @@ struct Leaf {
     plan: LeafPlan,
 }
 
-/// How a leaf column is written.
-#[derive(Clone, Copy, Debug)]
-struct LeafPlan {
-    codec: PageCodec,
-    /// Whether the crate encodes it uncompressed and the repaging stage compresses its pages
-    /// (zstd, with a pooled context), rewriting them on the way (checksums, a given
-    /// dictionary).
-    repaged: bool,
-    /// Whether it is written with the Arrow dictionary it is given (see `dictionary`).
-    given_dictionary: bool,
-    /// Whether it has definition levels.
-    nullable: bool,
-    /// Whether each row group's sample decides if it gets the dictionary the options give it.
-    sampled: bool,
-    /// The bytes of a value as stored (a numeric column's).
-    width: usize,
-    /// Whether it is an INT96 timestamp, encoded as FIXED_LEN_BYTE_ARRAY(12) and declared INT96
-    /// when its chunk is appended (which needs the repaging stage's close result).
-    int96: bool,
-}
-
 /// Makes the column writers of each row group: the parquet crate's factory, taking its
 /// properties from a file writer of its own (the page version as its writer version, which
 /// the crate ties to the format version the real file records), which writes its magic bytes
@@ -558,11 +483,11 @@ struct ColumnWriters {
 type LeafWriter = (ArrowColumnWriter, Arc<Mutex<Vec<bytes::Bytes>>>);
 
 impl ColumnWriters {
-    fn new(schema: &SchemaDescriptor, stored: &SchemaRef, props: WriterProperties) -> Self {
+    fn new(schema: &SchemaDescriptor, stored: &SchemaRef, props: &Arc<WriterProperties>) -> Self {
         ColumnWriters {
             root: schema.root_schema_ptr(),
             stored: stored.clone(),
-            props: Arc::new(props),
+            props: props.clone(),
             made: None,
         }
     }
@@ -586,50 +511,6 @@ impl ColumnWriters {
         let writers = factory.create_column_writers(index)?;
         Ok(writers.into_iter().zip(capture.take_created()).collect())
     }
-}
-
-/// Per top-level field of `stored`, how each of its leaf columns is written.
-fn leaf_plans(
-    schema: &SchemaDescriptor,
-    stored: &Schema,
-    options: &WriteOptions,
-) -> Vec<Vec<LeafPlan>> {
-    let roots = schema.root_schema().get_fields().len();
-    let mut out = vec![Vec::new(); roots];
-    for (i, column) in schema.columns().iter().enumerate() {
-        let root = schema.get_column_root_idx(i);
-        let codec = options.compression.get(column.path());
-        let given_dictionary = column.max_rep_level() == 0
-            && column.path().parts().len() == 1
-            && options.dictionary.get(column.path())
-            && writes_given_dictionary(stored.field(root).data_type());
-        let numeric = matches!(
-            column.physical_type(),
-            Physical::INT32 | Physical::INT64 | Physical::FLOAT | Physical::DOUBLE
-        ) && stored.field(root).data_type().is_primitive();
-        let sampled = options.sample_dictionary
-            && numeric
-            && column.path().parts().len() == 1
-            && options.dictionary.get(column.path());
-        let width = match column.physical_type() {
-            Physical::INT64 | Physical::DOUBLE => 8,
-            _ => 4,
-        };
-        let int96 = column.physical_type() == Physical::INT96;
-        out[root].push(LeafPlan {
-            sampled,
-            width,
-            codec,
-            repaged: matches!(codec, PageCodec::Zstd(_))
-                || options.page_checksum
-                || given_dictionary
-                || int96,
-            int96,
-            given_dictionary,
-            nullable: column.max_def_level() > 0,
-        });
-    }
-    out
 }
 
 /// Encodes one field of every batch and compresses the leaves the repaging stage compresses.
