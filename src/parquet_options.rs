@@ -219,9 +219,7 @@ impl<'py> Keywords<'py> {
         v: &Bound<'py, PyAny>,
         kind: &str,
     ) -> PyResult<T> {
-        v.extract::<T>().map_err(|_| {
-            errors::wrong_type(format!("{name} must be {kind}, not '{}'", type_name(v)))
-        })
+        v.extract::<T>().map_err(|_| not_converted(v, name, kind))
     }
 
     fn opt<T: for<'a> FromPyObject<'a, 'py>>(&self, name: &str, kind: &str) -> PyResult<Option<T>> {
@@ -510,6 +508,19 @@ fn sorting_columns(v: &Bound<'_, PyAny>) -> PyResult<Vec<SortingColumn>> {
     Ok(out)
 }
 
+/// The error for `v`, given as `name`, that did not convert to `kind`: a `ParameterError`
+/// naming the value for an int where an int is wanted (out of range for it), else a
+/// `TypeError` naming its type.
+fn not_converted(v: &Bound<'_, PyAny>, name: &str, kind: &str) -> PyErr {
+    let int =
+        v.is_instance_of::<pyo3::types::PyInt>() && !v.is_instance_of::<pyo3::types::PyBool>();
+    if int && kind.contains("an int") {
+        let shown = v.str().map(|s| s.to_string()).unwrap_or_default();
+        return errors::parameter(format!("{name} is out of range: {shown}"));
+    }
+    errors::wrong_type(format!("{name} must be {kind}, not '{}'", type_name(v)))
+}
+
 /// `use_content_defined_chunking`: True (pyarrow's sizes), False, or a dict with
 /// "min_chunk_size" and "max_chunk_size" (bytes) and optionally "norm_level", checked as
 /// pyarrow checks it.
@@ -534,12 +545,9 @@ fn content_defined_chunking(v: &Bound<'_, PyAny>) -> PyResult<Option<CdcOptions>
             ))
         })?;
         let size = |what: &str| -> PyResult<usize> {
-            let n: i64 = value.extract().map_err(|_| {
-                errors::wrong_type(format!(
-                    "{NAME}: {what} must be an int, not '{}'",
-                    type_name(&value)
-                ))
-            })?;
+            let n: i64 = value
+                .extract()
+                .map_err(|_| not_converted(&value, &format!("{NAME}: {what}"), "an int"))?;
             usize::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
                 errors::parameter(format!("{NAME}: {what} must be at least 1, not {n}"))
             })
@@ -554,12 +562,9 @@ fn content_defined_chunking(v: &Bound<'_, PyAny>) -> PyResult<Option<CdcOptions>
                 max = true;
             }
             "norm_level" => {
-                let n: i64 = value.extract().map_err(|_| {
-                    errors::wrong_type(format!(
-                        "{NAME}: norm_level must be an int, not '{}'",
-                        type_name(&value)
-                    ))
-                })?;
+                let n: i64 = value
+                    .extract()
+                    .map_err(|_| not_converted(&value, &format!("{NAME}: norm_level"), "an int"))?;
                 options.norm_level = i32::try_from(n).map_err(|_| {
                     errors::parameter(format!("{NAME}: norm_level is out of range: {n}"))
                 })?;

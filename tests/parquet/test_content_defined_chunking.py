@@ -219,6 +219,7 @@ def test_the_pool_gets_every_context_back() -> None:
         ({**SMALL, "size": 3}, ParameterError, r"unknown option \"size\""),
         ({**SMALL, "min_chunk_size": 0}, ParameterError, r"min_chunk_size must be at least 1"),
         ({**SMALL, "min_chunk_size": "1"}, TypeError, r"min_chunk_size must be an int"),
+        ({**SMALL, "max_chunk_size": 2**70}, ParameterError, r"max_chunk_size is out of range"),
         (
             {"min_chunk_size": 100, "max_chunk_size": 100},
             ParameterError,

@@ -358,6 +358,7 @@ def test_lz4_takes_any_level_as_pyarrow_does() -> None:
         ),
         ({"encryption_properties": object()}, NotImplementedError, "encryption_properties"),
         ({"storage_options": ["x"]}, TypeError, "storage_options must be a dict"),
+        ({"data_page_size": 2**70}, ParameterError, "data_page_size is out of range"),
     ],
 )
 def test_a_bad_value_names_its_keyword(

@@ -75,25 +75,28 @@ pub(crate) fn field_schema(root: &TypePtr, field: usize) -> Result<SchemaDescrip
     Ok(SchemaDescriptor::new(Arc::new(group)))
 }
 
+/// `props` for an `ArrowWriter` that writes one row group of the caller's: it must not cut
+/// it by rows or bytes.
+pub(crate) fn whole_row_groups(props: WriterProperties) -> WriterProperties {
+    props
+        .into_builder()
+        .set_max_row_group_row_count(None)
+        .set_max_row_group_bytes(None)
+        .build()
+}
+
 /// Writes one top-level field of a row group (`columns`, one array per batch, of `field`'s
 /// type but for timestamps stored as INT96, encoded here) as the only field of an
-/// `ArrowWriter` set up with `props` (which carry the chunking options), its leaves laid out
-/// as `schema` (from [`field_schema`]).
+/// `ArrowWriter` set up with `props` (the field's, from [`whole_row_groups`], carrying the
+/// chunking options), its leaves laid out as `schema` (from [`field_schema`]).
 pub(crate) fn encode_field(
     props: &WriterProperties,
     schema: &SchemaDescriptor,
     field: &FieldRef,
     columns: &[&ArrayRef],
 ) -> Result<ContentChunks> {
-    // The row group is the caller's: the `ArrowWriter` must not cut it by rows or bytes.
-    let props = props
-        .clone()
-        .into_builder()
-        .set_max_row_group_row_count(None)
-        .set_max_row_group_bytes(None)
-        .build();
     let options = ArrowWriterOptions::new()
-        .with_properties(props)
+        .with_properties(props.clone())
         .with_skip_arrow_metadata(true)
         .with_parquet_schema(schema.clone());
     let arrow = Arc::new(Schema::new(vec![field.clone()]));

@@ -398,6 +398,27 @@ impl WriteOptions {
         sampled: &[bool],
         int96: &[bool],
     ) -> Result<Properties> {
+        self.check(schema)?;
+        self.properties_of(schema, repaged, sampled, int96)
+    }
+
+    /// The column writers' properties for the leaves of `schema`, a part of the schema
+    /// [`Self::properties`] checked the options against (one field's, for `by_content`).
+    pub(crate) fn column_properties(
+        &self,
+        schema: &SchemaDescriptor,
+        repaged: &[bool],
+        sampled: &[bool],
+        int96: &[bool],
+    ) -> Result<(WriterProperties, Option<WriterProperties>)> {
+        let Properties { columns, plain, .. } =
+            self.properties_of(schema, repaged, sampled, int96)?;
+        Ok((columns, plain))
+    }
+
+    /// Refuses the options that do not fit `schema`, or have a value out of their range,
+    /// naming the option.
+    fn check(&self, schema: &SchemaDescriptor) -> Result<()> {
         if self.row_group_size == 0 {
             return Err(Error::Parameter(
                 "row_group_size must be at least 1, not 0".into(),
@@ -470,6 +491,20 @@ impl WriteOptions {
                 )));
             }
         }
+        Ok(())
+    }
+
+    fn properties_of(
+        &self,
+        schema: &SchemaDescriptor,
+        repaged: &[bool],
+        sampled: &[bool],
+        int96: &[bool],
+    ) -> Result<Properties> {
+        let bloom = PerColumn {
+            default: None,
+            columns: self.bloom_filters.clone(),
+        };
         let statistics = |on: bool| match (on, self.page_index) {
             (false, _) => EnabledStatistics::None,
             (true, true) => EnabledStatistics::Page,

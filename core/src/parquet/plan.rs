@@ -41,6 +41,10 @@ pub(crate) fn plan_for(schema: &SchemaRef, options: &WriteOptions) -> Result<Arc
     }
     let plan = Arc::new(Plan::new(schema, options)?);
     let mut kept = lock();
+    // Another writer of the same may have kept one meanwhile.
+    if let Some(same) = kept.iter().find(|p| p.made_for(schema, options)) {
+        return Ok(same.clone());
+    }
     kept.insert(0, plan.clone());
     kept.truncate(KEPT);
     Ok(plan)
@@ -70,9 +74,19 @@ pub(crate) struct Plan {
     /// without a dictionary (None when no leaf is sampled).
     pub columns: Arc<WriterProperties>,
     pub plain: Option<Arc<WriterProperties>>,
-    /// Per top-level field, the schema of the file it is written in alone when its pages are
-    /// cut by content (see `by_content`); empty otherwise.
-    pub content_schemas: Vec<SchemaDescriptor>,
+    /// Per top-level field, how it is written alone when its pages are cut by content (see
+    /// `by_content`); empty otherwise.
+    pub by_content: Vec<ContentField>,
+}
+
+/// How one top-level field is written by a crate `ArrowWriter` of its own, its pages cut by
+/// content: the schema of that file, and its properties (those of the field's leaves alone,
+/// so that each row group's copy costs the field, not the table), without a dictionary for
+/// its sampled leaf too.
+pub(crate) struct ContentField {
+    pub schema: SchemaDescriptor,
+    pub props: WriterProperties,
+    pub plain: Option<WriterProperties>,
 }
 
 impl Plan {
@@ -116,13 +130,29 @@ impl Plan {
                 appended.push(KeyValue::new(key.clone(), schema.metadata()[key].clone()));
             }
         }
-        let content_schemas = match options.content_defined_chunking {
+        let by_content = match options.content_defined_chunking {
             Some(_) => {
                 by_content::check(&columns, &encoder_schema, &encoded)?;
                 let root = encoder_schema.root_schema_ptr();
-                (0..encoded.fields().len())
-                    .map(|field| by_content::field_schema(&root, field))
-                    .collect::<Result<Vec<_>>>()?
+                let mut first = 0;
+                let mut fields = Vec::with_capacity(leaves.len());
+                for (field, plans) in leaves.iter().enumerate() {
+                    let these = first..first + plans.len();
+                    first = these.end;
+                    let schema = by_content::field_schema(&root, field)?;
+                    let (props, plain) = options.column_properties(
+                        &schema,
+                        &repaged[these.clone()],
+                        &sampled[these.clone()],
+                        &int96[these],
+                    )?;
+                    fields.push(ContentField {
+                        schema,
+                        props: by_content::whole_row_groups(props),
+                        plain: plain.map(by_content::whole_row_groups),
+                    });
+                }
+                fields
             }
             None => Vec::new(),
         };
@@ -138,7 +168,7 @@ impl Plan {
             appended,
             columns: Arc::new(columns),
             plain: plain.map(Arc::new),
-            content_schemas,
+            by_content,
         })
     }
 
@@ -259,12 +289,14 @@ mod tests {
     #[test]
     fn a_plan_is_shared_only_by_writers_of_the_same_schema_and_options() {
         let options = WriteOptions::default();
+        // Other tests keep plans too: what is kept is checked through `made_for`, which
+        // lookups use, not by which plan comes back.
         let first = plan_for(&schema(true, false, "a"), &options).unwrap();
         // An equal schema made apart, as each call imports its own.
-        assert!(Arc::ptr_eq(
-            &first,
-            &plan_for(&schema(true, false, "a"), &options).unwrap()
-        ));
+        assert!(first.made_for(&schema(true, false, "a"), &options));
+        assert!(plan_for(&schema(true, false, "a"), &options)
+            .unwrap()
+            .made_for(&schema(true, false, "a"), &options));
         // Arrow's Field equality leaves the ordered flag out, at the top and nested.
         assert!(*schema(false, false, "a") == *schema(true, false, "a"));
         assert!(*schema(true, true, "a") == *schema(true, false, "a"));
@@ -273,15 +305,15 @@ mod tests {
             schema(true, true, "a"),
             schema(true, false, "b"),
         ] {
-            assert!(!Arc::ptr_eq(&first, &plan_for(&other, &options).unwrap()));
+            assert!(!first.made_for(&other, &options));
+            assert!(plan_for(&other, &options)
+                .unwrap()
+                .made_for(&other, &options));
         }
-        let level = WriteOptions {
+        let grouped = WriteOptions {
             row_group_size: 10,
             ..Default::default()
         };
-        assert!(!Arc::ptr_eq(
-            &first,
-            &plan_for(&schema(true, false, "a"), &level).unwrap()
-        ));
+        assert!(!first.made_for(&schema(true, false, "a"), &grouped));
     }
 }

@@ -375,22 +375,16 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// threads as the options allow, and each chunk then through the repaging stage where it
     /// goes through it.
     fn encode_by_content(&mut self, batches: &[RecordBatch]) -> Result<Vec<EncodedChunk>> {
-        let file = self
-            .file
-            .as_ref()
-            .ok_or_else(|| Error::Parquet("the writer is closed".into()))?;
-        let mut props = self.factory.props.as_ref().clone().into_builder();
+        // Per field, whether its sampled leaf (a top-level one, so a field has one at most)
+        // goes without a dictionary.
         let plain = self.plain_leaves(batches);
-        for (column, _) in file
-            .schema_descr()
-            .columns()
+        let mut plain = plain.into_iter();
+        let plain: Vec<bool> = self
+            .plan
+            .leaves
             .iter()
-            .zip(plain)
-            .filter(|c| c.1)
-        {
-            props = props.set_column_dictionary_enabled(column.path().clone(), false);
-        }
-        let props = props.build();
+            .map(|plans| plain.by_ref().take(plans.len()).any(|p| p))
+            .collect();
         let tasks: Vec<(usize, usize)> = (0..self.plan.leaves.len())
             .map(|field| {
                 let bytes = batches
@@ -413,9 +407,14 @@ impl<W: Write + Send> ParquetWriter<W> {
                 let name = self.schema.field(field).name();
                 catch_panics(&format!("encoding column '{name}'"), || {
                     let columns: Vec<_> = batches.iter().map(|b| b.column(field)).collect();
+                    let how = &self.plan.by_content[field];
+                    let props = match (plain[field], &how.plain) {
+                        (true, Some(plain)) => plain,
+                        _ => &how.props,
+                    };
                     let written = by_content::encode_field(
-                        &props,
-                        &self.plan.content_schemas[field],
+                        props,
+                        &how.schema,
                         self.plan.encoded.fields().get(field).ok_or_else(|| {
                             Error::Parquet(format!("no field {field} to cut by content"))
                         })?,
