@@ -4,6 +4,7 @@ what Parquet keeps (dictionaries are re-encoded, so they are compared by value).
 from __future__ import annotations
 
 import io
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
@@ -79,3 +80,24 @@ def pyarrow_write(table: pa.Table, **kw: Any) -> bytes:
     sink = io.BytesIO()
     pq.write_table(table, sink, **kw)
     return sink.getvalue()
+
+
+def read_everywhere(data: bytes, tmp_path: Path) -> pa.Table:
+    """The file as pyarrow reads it, after polars and duckdb read the same rows (each where it
+    is installed: neither has a wheel for the free-threaded build)."""
+    table = pq.read_table(io.BytesIO(data))
+    try:
+        import polars as pl
+    except ImportError:
+        pass
+    else:
+        assert pl.read_parquet(io.BytesIO(data)).height == table.num_rows
+    try:
+        import duckdb
+    except ImportError:
+        pass
+    else:
+        path = tmp_path / "f.parquet"
+        path.write_bytes(data)
+        assert duckdb.sql(f"select count(*) from '{path}'").fetchall() == [(table.num_rows,)]
+    return table

@@ -15,6 +15,8 @@ import pytest
 import zstdpool.parquet as zp
 from zstdpool.errors import ParameterError, ParquetError
 
+from tests.helpers.parquet import read_everywhere
+
 TABLE = pa.table(
     {
         "ts": pa.array([1_000, 2_000, None, 4_000] * 50, pa.timestamp("ns")),
@@ -41,27 +43,6 @@ def pyarrows(table: pa.Table, **options: Any) -> bytes:
     sink = io.BytesIO()
     pq.write_table(table, sink, **options)
     return sink.getvalue()
-
-
-def read_everywhere(data: bytes, tmp_path: Path) -> pa.Table:
-    """The file as pyarrow reads it, after polars and duckdb read the same rows (each where it
-    is installed: neither has a wheel for the free-threaded build)."""
-    table = pq.read_table(io.BytesIO(data))
-    try:
-        import polars as pl
-    except ImportError:
-        pass
-    else:
-        assert pl.read_parquet(io.BytesIO(data)).height == table.num_rows
-    try:
-        import duckdb
-    except ImportError:
-        pass
-    else:
-        path = tmp_path / "f.parquet"
-        path.write_bytes(data)
-        assert duckdb.sql(f"select count(*) from '{path}'").fetchall() == [(table.num_rows,)]
-    return table
 
 
 @pytest.mark.parametrize("version", ["1.0", "2.4", "2.6"])
