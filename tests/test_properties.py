@@ -203,6 +203,12 @@ def test_parquet(table: pa.Table) -> None:
     data = zp.write_table(table)
     _same(zp.read_table(data), reference)
     _same(_pyarrow_read(pa.BufferReader(data)), reference)
+    # Pages cut by content, chunks small enough that every type is cut into several.
+    chunked = zp.write_table(
+        table, use_content_defined_chunking={"min_chunk_size": 64, "max_chunk_size": 256}
+    )
+    _same(zp.read_table(chunked), reference)
+    _same(_pyarrow_read(pa.BufferReader(chunked)), reference)
 
 
 @SETTINGS

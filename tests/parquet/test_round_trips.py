@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -27,10 +28,16 @@ ARRAYS = dict(typed_arrays(60))
 WRITABLE = [name for name in ARRAYS if name not in UNWRITABLE]
 
 
+@pytest.mark.parametrize(
+    "chunking",
+    # Pages cut by content, in chunks small enough that 60 values of any type take several.
+    [False, {"min_chunk_size": 32, "max_chunk_size": 128}],
+    ids=["by size", "by content"],
+)
 @pytest.mark.parametrize("name", WRITABLE)
-def test_every_writable_type_round_trips(name: str) -> None:
+def test_every_writable_type_round_trips(name: str, chunking: Any) -> None:
     table = pa.table({name: ARRAYS[name]})
-    data = zp.write_table(table)
+    data = zp.write_table(table, use_content_defined_chunking=chunking)
     assert isinstance(data, bytes)
     ours, theirs = zp.read_table(data), pyarrow_read(data)
     if name in DECODED | VIEWS:
