@@ -44,7 +44,7 @@ const SAMPLE: usize = 1024;
 pub(crate) fn dictionary_pays(columns: &[&ArrayRef], width: usize) -> bool {
     let rows: usize = columns.iter().map(|c| c.len()).sum();
     let step = rows.div_ceil(SAMPLE).max(1);
-    // Each sampled value's bits; counted distinct by sorting, cheaper than hashing this few.
+    // Each sampled value's bits, counted by `distinct`.
     let mut seen: Vec<u64> = Vec::with_capacity(SAMPLE.min(rows) + 1);
     let mut start = 0;
     for column in columns {
@@ -80,9 +80,7 @@ pub(crate) fn dictionary_pays(columns: &[&ArrayRef], width: usize) -> bool {
     if sampled < 16 {
         return true;
     }
-    seen.sort_unstable();
-    seen.dedup();
-    let found = seen.len();
+    let found = distinct(&seen);
     let distinct = if step == 1 {
         found as f64
     } else if found == sampled {
@@ -94,6 +92,39 @@ pub(crate) fn dictionary_pays(columns: &[&ArrayRef], width: usize) -> bool {
     let index_bits = distinct.max(2.0).log2().ceil();
     let dictionary = distinct * width as f64 + rows as f64 * index_bits / 8.0;
     dictionary < rows as f64 * width as f64 / 2.0
+}
+
+/// How many distinct values `values` holds: an open-addressed table of twice as many slots,
+/// filled once. A sample is at most 1,024 values; sorting them was 8% of a 256-row file's
+/// write (RESULTS.md, "Figures behind design choices").
+fn distinct(values: &[u64]) -> usize {
+    let slots = (values.len() * 2).next_power_of_two().max(16);
+    let shift = 64 - slots.trailing_zeros();
+    // 0 marks an empty slot; whether 0 itself was seen is kept apart.
+    let mut table = vec![0u64; slots];
+    let mut zero = false;
+    let mut found = 0;
+    for &value in values {
+        if value == 0 {
+            found += usize::from(!zero);
+            zero = true;
+            continue;
+        }
+        // Fibonacci hashing: the top bits of the product spread nearby values apart.
+        let mut at = (value.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
+        loop {
+            match table[at] {
+                0 => {
+                    table[at] = value;
+                    found += 1;
+                    break;
+                }
+                held if held == value => break,
+                _ => at = (at + 1) & (slots - 1),
+            }
+        }
+    }
+    found
 }
 
 /// Every `step`th row of one array of fixed-width values, from row `first`, for
@@ -411,6 +442,43 @@ mod tests {
             &column((0..128).map(|i| i % 3))
         ]));
         assert!(dictionary_pays_8(&[&column(0..10)]));
+    }
+
+    #[test]
+    fn distinct_counts_as_sorting_does() {
+        let mut state = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (len, range) in [
+            (0, 1),
+            (1, 1),
+            (16, 2),
+            (256, 7),
+            (1024, 1024),
+            (1024, u64::MAX),
+        ] {
+            let values: Vec<u64> = (0..len)
+                .map(|i| match i % 5 {
+                    0 => 0,
+                    _ => next() % range,
+                })
+                .collect();
+            let mut sorted = values.clone();
+            sorted.sort_unstable();
+            sorted.dedup();
+            assert_eq!(
+                distinct(&values),
+                sorted.len(),
+                "{len} values below {range}"
+            );
+        }
+        // A whole sample of distinct values fills half the table, so probes pass taken slots.
+        let full: Vec<u64> = (1..=1024).map(|i| i << 40).collect();
+        assert_eq!(distinct(&full), 1024);
     }
 
     #[test]
