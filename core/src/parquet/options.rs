@@ -402,20 +402,6 @@ impl WriteOptions {
         self.properties_of(schema, repaged, sampled, int96)
     }
 
-    /// The column writers' properties for the leaves of `schema`, a part of the schema
-    /// [`Self::properties`] checked the options against (one field's, for `by_content`).
-    pub(crate) fn column_properties(
-        &self,
-        schema: &SchemaDescriptor,
-        repaged: &[bool],
-        sampled: &[bool],
-        int96: &[bool],
-    ) -> Result<(WriterProperties, Option<WriterProperties>)> {
-        let Properties { columns, plain, .. } =
-            self.properties_of(schema, repaged, sampled, int96)?;
-        Ok((columns, plain))
-    }
-
     /// Refuses the options that do not fit `schema`, or have a value out of their range,
     /// naming the option.
     fn check(&self, schema: &SchemaDescriptor) -> Result<()> {
@@ -494,7 +480,9 @@ impl WriteOptions {
         Ok(())
     }
 
-    fn properties_of(
+    /// [`Self::properties`] without the check of the options against `schema`: for a part of
+    /// the schema they were checked against (one field's, for `by_content`).
+    pub(crate) fn properties_of(
         &self,
         schema: &SchemaDescriptor,
         repaged: &[bool],

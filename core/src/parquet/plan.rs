@@ -140,7 +140,11 @@ impl Plan {
                     let these = first..first + plans.len();
                     first = these.end;
                     let schema = by_content::field_schema(&root, field)?;
-                    let (props, plain) = options.column_properties(
+                    let Properties {
+                        columns: props,
+                        plain,
+                        ..
+                    } = options.properties_of(
                         &schema,
                         &repaged[these.clone()],
                         &sampled[these.clone()],
