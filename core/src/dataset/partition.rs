@@ -325,6 +325,21 @@ mod tests {
         assert_eq!(escape("v1.5"), "v1.5");
     }
 
+    /// Checks that `fast`, one of the ways a single key is grouped without hashing, groups
+    /// `key` as the hashed path does, into more than five groups.
+    fn groups_as_hashed(key: &ArrayRef, fast: Vec<Vec<u32>>) {
+        let schema = Schema::new(vec![
+            Field::new("k", key.data_type().clone(), true),
+            Field::new("v", DataType::Int32, true),
+        ]);
+        let p = Partitioner::try_new(&schema, &["k".into()]).unwrap();
+        let hashed = p
+            .hashed_groups(std::slice::from_ref(key), key.len())
+            .unwrap();
+        assert_eq!(fast, hashed);
+        assert!(fast.len() > 5);
+    }
+
     #[test]
     fn one_key_groups_as_the_hashed_path_groups() {
         let ints: ArrayRef = Arc::new(Int32Array::from_iter(
@@ -334,17 +349,10 @@ mod tests {
             (0..5_000).map(|i| (i % 17 != 0).then(|| format!("s{}", (i * 31) % 9))),
         ));
         for key in [ints, strings] {
-            let schema = Schema::new(vec![
-                Field::new("k", key.data_type().clone(), true),
-                Field::new("v", DataType::Int32, true),
-            ]);
-            let p = Partitioner::try_new(&schema, &["k".into()]).unwrap();
-            let fast = single_key_groups(std::slice::from_ref(&key)).expect("one key");
-            let hashed = p
-                .hashed_groups(std::slice::from_ref(&key), key.len())
-                .unwrap();
-            assert_eq!(fast, hashed);
-            assert!(fast.len() > 5);
+            groups_as_hashed(
+                &key,
+                single_key_groups(std::slice::from_ref(&key)).expect("one key"),
+            );
         }
     }
 
@@ -358,17 +366,10 @@ mod tests {
             (0..5_000).map(|i| (i % 7 != 0).then_some(((i * 31) % 200) as u8)),
         ));
         for key in [negative, small] {
-            let schema = Schema::new(vec![
-                Field::new("k", key.data_type().clone(), true),
-                Field::new("v", DataType::Int32, true),
-            ]);
-            let p = Partitioner::try_new(&schema, &["k".into()]).unwrap();
-            let fast = range_groups(std::slice::from_ref(&key)).expect("a small range");
-            let hashed = p
-                .hashed_groups(std::slice::from_ref(&key), key.len())
-                .unwrap();
-            assert_eq!(fast, hashed);
-            assert!(fast.len() > 5);
+            groups_as_hashed(
+                &key,
+                range_groups(std::slice::from_ref(&key)).expect("a small range"),
+            );
         }
         // Wide ranges, all nulls, several keys and other types go another way.
         let wide: ArrayRef = Arc::new(Int64Array::from(vec![0, i64::MAX]));

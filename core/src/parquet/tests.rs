@@ -379,36 +379,25 @@ fn legacy_dictionary_page_offsets_are_ignored_as_parquet_cpp_ignores_them() {
         };
         let bytes = write(std::slice::from_ref(&input), options, &pool);
         // PARQUET-816: a dictionary page offset of 0, with the chunk starting at its first
-        // page (a dictionary page when there is one) as the data page offset.
-        let legacy = with_footer(&bytes, |c| {
-            let start = c.byte_range().0 as i64;
-            c.into_builder()
-                .set_data_page_offset(start)
-                .set_dictionary_page_offset(Some(0))
-                .build()
-                .unwrap()
-        });
-        let file = open(legacy, &pool).unwrap();
-        assert_eq!(
-            read_all(&file, None).unwrap(),
-            input,
-            "dictionary: {dictionary}"
-        );
-        // An offset past the first data page is ignored too.
-        let past = with_footer(&bytes, |c| {
-            let start = c.byte_range().0 as i64;
-            c.into_builder()
-                .set_data_page_offset(start)
-                .set_dictionary_page_offset(Some(start + 1))
-                .build()
-                .unwrap()
-        });
-        let file = open(past, &pool).unwrap();
-        assert_eq!(
-            read_all(&file, None).unwrap(),
-            input,
-            "dictionary: {dictionary}"
-        );
+        // page (a dictionary page when there is one) as the data page offset; and an offset
+        // past the first data page, ignored too.
+        for past in [false, true] {
+            let legacy = with_footer(&bytes, |c| {
+                let start = c.byte_range().0 as i64;
+                let offset = if past { start + 1 } else { 0 };
+                c.into_builder()
+                    .set_data_page_offset(start)
+                    .set_dictionary_page_offset(Some(offset))
+                    .build()
+                    .unwrap()
+            });
+            let file = open(legacy, &pool).unwrap();
+            assert_eq!(
+                read_all(&file, None).unwrap(),
+                input,
+                "dictionary: {dictionary}, past: {past}"
+            );
+        }
     }
 }
 
