@@ -55,6 +55,26 @@ pub(crate) fn uncompressed_page_size(header: &[u8]) -> Result<usize> {
     }
 }
 
+/// A serialized `BloomFilterHeader`'s `num_bytes` (field 1: the bitset's length), and the
+/// header's own length: where its bitset starts. The parquet crate reads its bitset as
+/// whatever bytes the column's `bloom_filter_length` leaves after the header, so a header and
+/// bitset that disagree would hash values into other blocks than the writer's, and prune
+/// rows the file holds; the scanner checks the two agree with this.
+pub(crate) fn bloom_filter_header(header: &[u8]) -> Result<(i64, usize)> {
+    let mut r = Reader { buf: header, at: 0 };
+    let mut last = 0i16;
+    let mut num_bytes = None;
+    while let Some((id, kind)) = r.field(&mut last)? {
+        if id == 1 && kind == I32 {
+            num_bytes = Some(r.zigzag()?);
+        } else {
+            r.skip(kind, 0)?;
+        }
+    }
+    let num_bytes = num_bytes.ok_or_else(|| corrupt("a bloom filter header has no num_bytes"))?;
+    Ok((num_bytes, r.at))
+}
+
 /// `header`, a serialized `PageHeader` without a CRC, with `crc` as its field 4: the
 /// parquet crate's page writer has no checksums, so the writer adds them to the headers it
 /// wrote. The fields after it are kept byte for byte, but for the next one's id delta.

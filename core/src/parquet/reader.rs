@@ -293,27 +293,70 @@ impl ParquetFile {
     /// The bloom filter of leaf column `leaf` in row group `group`, where the file has one.
     /// Its bytes are read through the source, which refuses a range past the file's end
     /// before allocating for it.
+    ///
+    /// The header's `num_bytes` must be a whole number of 32-byte blocks and equal the bitset
+    /// that follows it (all of `bloom_filter_length` after the header, where the footer gives
+    /// one): the parquet crate's own reader takes whatever bytes follow, and a bitset of
+    /// another size hashes values into other blocks than the writer's, which would prune rows
+    /// the file holds. A filter that fails the check is an error, which the scanner reads as
+    /// "no filter"; a bitset of zeros is no filter either.
     pub fn bloom_filter(
         &self,
         group: usize,
         leaf: usize,
     ) -> Result<Option<::parquet::bloom_filter::Sbbf>> {
+        use ::parquet::bloom_filter::{Sbbf, BITSET_MAX_LENGTH, BITSET_MIN_LENGTH};
+        /// What a header takes at most when the footer gives no length: four small fields.
+        const HEADER_AT_MOST: u64 = 64;
         let chunk = self.metadata.row_group(group).column(leaf);
-        if chunk.bloom_filter_offset().is_none() {
+        let Some(offset) = chunk.bloom_filter_offset() else {
+            return Ok(None);
+        };
+        let corrupt = |why: String| Error::Parquet(format!("corrupt Parquet bloom filter: {why}"));
+        let offset = u64::try_from(offset)
+            .map_err(|_| corrupt(format!("its offset {offset} is negative")))?;
+        let given = chunk
+            .bloom_filter_length()
+            .map(|n| u64::try_from(n).map_err(|_| corrupt(format!("its length {n} is negative"))))
+            .transpose()?;
+        let head_len =
+            given.unwrap_or_else(|| HEADER_AT_MOST.min(self.source.len().saturating_sub(offset)));
+        let head_len = usize::try_from(head_len)
+            .map_err(|_| corrupt(format!("its length {head_len} is too large")))?;
+        let bytes = self
+            .source
+            .get_bytes(offset, head_len)
+            .map_err(|e| Error::Parquet(e.to_string()))?;
+        let (num_bytes, header_len) = super::page_header::bloom_filter_header(&bytes)?;
+        let num_bytes = usize::try_from(num_bytes)
+            .ok()
+            .filter(|n| (BITSET_MIN_LENGTH..=BITSET_MAX_LENGTH).contains(n) && n % 32 == 0)
+            .ok_or_else(|| {
+                corrupt(format!(
+                    "its header declares a bitset of {num_bytes} bytes, not a whole number of \
+                     32-byte blocks from {BITSET_MIN_LENGTH} to {BITSET_MAX_LENGTH}"
+                ))
+            })?;
+        let bitset = match given {
+            Some(_) => bytes.slice(header_len..),
+            None => self
+                .source
+                .get_bytes(offset + header_len as u64, num_bytes)
+                .map_err(|e| Error::Parquet(e.to_string()))?,
+        };
+        if bitset.len() != num_bytes {
+            return Err(corrupt(format!(
+                "its header declares a bitset of {num_bytes} bytes, and {} follow it",
+                bitset.len()
+            )));
+        }
+        // A bitset of no bit set says the chunk holds no value at all: a writer that inserted
+        // one value set eight bits. Such a filter is damaged (or the chunk is all nulls, which
+        // the statistics prune anyway), and would prune every row.
+        if bitset.iter().all(|&b| b == 0) {
             return Ok(None);
         }
-        catch_panics("reading a bloom filter", || {
-            let Some(filter) =
-                ::parquet::bloom_filter::Sbbf::read_from_column_chunk(chunk, &self.source)?
-            else {
-                return Ok(None);
-            };
-            // A bitset of no block (a hostile length) makes every later check index out of
-            // bounds: probe it here, where a panic is caught.
-            filter.check(&0i32);
-            Ok(Some(filter))
-        })
-        .map_err(Error::into_parquet)
+        Ok(Some(Sbbf::new(&bitset)))
     }
 
     /// The columns named (top-level names, or dotted paths into nested ones), or all of them.
