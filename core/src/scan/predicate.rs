@@ -228,6 +228,12 @@ fn literal_as(value: &ArrayRef, to: &DataType) -> Result<ArrayRef> {
     })
 }
 
+/// Whether `array`'s value `i` is null, logically: a null-typed array holds only nulls, and
+/// has no validity buffer to say so (its `is_null` is false).
+fn null_at(array: &dyn Array, i: usize) -> bool {
+    array.logical_nulls().is_some_and(|n| n.is_null(i))
+}
+
 fn display_value(value: &ArrayRef) -> String {
     let options = arrow_cast::display::FormatOptions::default().with_null("null");
     match arrow_cast::display::ArrayFormatter::try_new(value.as_ref(), &options) {
@@ -420,6 +426,11 @@ fn compare_zeros(
     value: &ArrayRef,
     zero_equal: bool,
 ) -> Result<BooleanArray> {
+    // A comparison with null is null on every row, whatever the column's type: no value is
+    // cast to the column's (a null of type Null casts to few), as pyarrow returns no row.
+    if value.len() == 1 && null_at(value.as_ref(), 0) {
+        return Ok(BooleanArray::new_null(col.len()));
+    }
     let (col, lit) = comparable(col, value, zero_equal)?;
     if lit.len() != 1 {
         return Err(Error::Parameter(format!(
@@ -453,7 +464,7 @@ fn is_in(col: &ArrayRef, values: &ArrayRef) -> Result<BooleanArray> {
     let mut acc = BooleanArray::from(vec![false; col.len()]);
     for i in 0..values.len() {
         let one = values.slice(i, 1);
-        let hit = if one.is_null(0) {
+        let hit = if null_at(one.as_ref(), 0) {
             is_null(col.as_ref())?
         } else if is_nan(&one) {
             // A set matches NaN with NaN, as pyarrow's is_in does (`=` never does).
@@ -592,7 +603,7 @@ pub struct ColumnFacts {
 impl ColumnFacts {
     /// A partition's value: every row holds `value` (an array of one value, maybe null).
     pub fn constant(value: ArrayRef, rows: u64) -> ColumnFacts {
-        let null = value.is_null(0);
+        let null = null_at(value.as_ref(), 0);
         ColumnFacts {
             min: (!null).then(|| value.clone()),
             max: (!null).then_some(value),
@@ -620,10 +631,10 @@ impl ColumnFacts {
 
     fn compare(&self, op: CmpOp, value: &ArrayRef) -> Outcomes {
         let mut out = Outcomes::NONE;
-        if self.may_be_null() || value.is_null(0) {
+        if self.may_be_null() || null_at(value.as_ref(), 0) {
             out = out.or_else(Outcomes::NULL);
         }
-        if !self.may_be_valid() || value.is_null(0) {
+        if !self.may_be_valid() || null_at(value.as_ref(), 0) {
             return out;
         }
         let (Some(min), Some(max)) = (&self.min, &self.max) else {
