@@ -165,9 +165,10 @@ pub struct PyDatasetScanner {
 
 #[pymethods]
 impl PyDatasetScanner {
-    /// `source`: a directory, or a list of files. `partitioning`: None, "hive" or
-    /// "directory"; `partition_schema` the partition fields (for "directory", their names
-    /// and, unless `infer_partition_types`, their types; for "hive", given types); inferred
+    /// `source`: a directory, or a list of files. `partitioning`: None, "hive", "directory"
+    /// or "filename"; `partition_schema` the partition fields (for "directory" and
+    /// "filename", their names and, unless `infer_partition_types`, their types; for "hive",
+    /// given types); inferred
     /// types are dictionaries with `infer_dictionary`.
     #[new]
     #[pyo3(signature = (source, *, format="parquet", partitioning=None, partition_schema=None, infer_partition_types=true, infer_dictionary=false, schema=None, ignore_prefixes=None, pool=None, storage_options=None))]
@@ -207,10 +208,15 @@ impl PyDatasetScanner {
                 infer: infer_partition_types,
                 dictionary: infer_dictionary,
             },
+            (Some("filename"), Some(schema)) => Partitioning::Filename {
+                schema,
+                infer: infer_partition_types,
+                dictionary: infer_dictionary,
+            },
             (Some(other), _) => {
                 return Err(errors::parameter(format!(
-                    "partitioning must be None, \"hive\", or \"directory\" with the fields' \
-                     names, not {other:?}"
+                    "partitioning must be None, \"hive\", or \"directory\" or \"filename\" \
+                     with the fields' names, not {other:?}"
                 )))
             }
         };

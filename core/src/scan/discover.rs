@@ -36,6 +36,13 @@ pub enum Partitioning {
         infer: bool,
         dictionary: bool,
     },
+    /// The file name holds the values of these fields, in order, each followed by `_`
+    /// (`2026_12_part-0.parquet`, pyarrow's `FilenamePartitioning`); types as for Directory.
+    Filename {
+        schema: SchemaRef,
+        infer: bool,
+        dictionary: bool,
+    },
 }
 
 /// A file of a dataset: its path and, by partition field, the value its directories give
@@ -105,11 +112,13 @@ pub fn list_files(root: &Path, ignore: &[String]) -> Result<Vec<(PathBuf, u64)>>
     Ok(out)
 }
 
-/// `%XX` escapes decoded, as pyarrow's "uri" segment encoding writes them; a segment that is
-/// not valid UTF-8 once decoded, or holds a malformed escape, is kept as it is.
-pub fn unescape(segment: &str) -> String {
+/// `%XX` escapes decoded, as pyarrow's "uri" segment encoding writes them; a segment that
+/// holds a malformed escape is kept as it is. A segment that is not valid UTF-8 once decoded
+/// is refused, as pyarrow refuses it (reading its escaped text would give values no writer
+/// wrote).
+pub fn unescape(segment: &str) -> Result<String> {
     if !segment.contains('%') {
-        return segment.to_string();
+        return Ok(segment.to_string());
     }
     let bytes = segment.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
@@ -126,17 +135,85 @@ pub fn unescape(segment: &str) -> String {
                     i += 3;
                     continue;
                 }
-                None => return segment.to_string(),
+                None => return Ok(segment.to_string()),
             }
         }
         out.push(bytes[i]);
         i += 1;
     }
-    String::from_utf8(out).unwrap_or_else(|_| segment.to_string())
+    String::from_utf8(out).map_err(|_| {
+        Error::Parameter(format!(
+            "partitioning: the segment {segment:?} is not valid UTF-8 after URL decoding"
+        ))
+    })
 }
 
-fn value_of(raw: &str) -> Option<String> {
-    (raw != NULL_PARTITION).then(|| unescape(raw))
+fn value_of(raw: &str) -> Result<Option<String>> {
+    (raw != NULL_PARTITION).then(|| unescape(raw)).transpose()
+}
+
+/// An integer's text as arrow's parser reads it, where arrow-rs's cast does not: `0x` or
+/// `0X` and up to `bits / 4` hex digits, the bits of the type's two's
+/// complement (pyarrow reads `q=0x10` as 16 and `0xFFFFFFFF` as an int32's -1). Other text
+/// is returned as it is.
+fn hex_as_decimal(text: &str, bits: u32, signed: bool) -> Option<String> {
+    let digits = text
+        .strip_prefix("0x")
+        .or_else(|| text.strip_prefix("0X"))?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    if digits.len() > (bits / 4) as usize {
+        return None;
+    }
+    let bits_value = u64::from_str_radix(digits, 16).ok()?;
+    if signed && bits_value >> (bits - 1) & 1 == 1 {
+        let value = bits_value as i128 - (1i128 << bits);
+        return Some(value.to_string());
+    }
+    Some(bits_value.to_string())
+}
+
+/// Whether `text` is an int32 as pyarrow's partition inference reads one: decimal digits
+/// with an optional `-`, or `0x` hex of up to 8 digits.
+fn is_int32(text: &str) -> bool {
+    let decimal = {
+        let digits = text.strip_prefix('-').unwrap_or(text);
+        !digits.is_empty()
+            && digits.bytes().all(|b| b.is_ascii_digit())
+            && text.parse::<i32>().is_ok()
+    };
+    decimal || hex_as_decimal(text, 32, true).is_some()
+}
+
+/// A partition value's text as arrow-rs casts it to `to`: hex made decimal for integers.
+/// An integer's text must be what arrow's parser reads (an optional `-`, then digits; or
+/// hex): arrow-rs also reads `+5`, which pyarrow refuses. The error is the cast's.
+fn castable_text<'a>(
+    text: &'a str,
+    to: &DataType,
+) -> std::result::Result<std::borrow::Cow<'a, str>, arrow_schema::ArrowError> {
+    let (bits, signed) = match to {
+        DataType::Int8 => (8, true),
+        DataType::Int16 => (16, true),
+        DataType::Int32 => (32, true),
+        DataType::Int64 => (64, true),
+        DataType::UInt8 => (8, false),
+        DataType::UInt16 => (16, false),
+        DataType::UInt32 => (32, false),
+        DataType::UInt64 => (64, false),
+        _ => return Ok(text.into()),
+    };
+    if let Some(decimal) = hex_as_decimal(text, bits, signed) {
+        return Ok(decimal.into());
+    }
+    let digits = text.strip_prefix('-').unwrap_or(text);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(text.into());
+    }
+    Err(arrow_schema::ArrowError::CastError(format!(
+        "cannot parse {text:?} as {to}"
+    )))
 }
 
 /// The files' partitions, typed.
@@ -184,11 +261,11 @@ pub fn partitions(
                 let mut pairs: Vec<(String, Option<String>)> = Vec::new();
                 for seg in dirs(&path) {
                     if let Some((k, v)) = seg.split_once('=') {
-                        let k = unescape(k);
+                        let k = unescape(k)?;
                         if schema.is_none() && !keys.contains(&k) {
                             keys.push(k.clone());
                         }
-                        pairs.push((k, value_of(v)));
+                        pairs.push((k, value_of(v)?));
                     }
                 }
                 let values = keys
@@ -217,18 +294,36 @@ pub fn partitions(
             schema,
             infer,
             dictionary,
+        }
+        | Partitioning::Filename {
+            schema,
+            infer,
+            dictionary,
         } => {
+            let by_name = matches!(partitioning, Partitioning::Filename { .. });
+            // A file name's segments are those before its last `_` (the rest is its own name).
+            let in_name = |path: &Path| -> Vec<String> {
+                let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+                let mut segs: Vec<String> = name.split('_').map(str::to_string).collect();
+                segs.pop();
+                segs
+            };
             let names: Vec<String> = schema.fields().iter().map(|f| f.name().clone()).collect();
-            let found: Vec<DatasetFile> = files
+            let found = files
                 .into_iter()
                 .map(|(path, size)| {
-                    let segs = dirs(&path);
+                    let segs = if by_name { in_name(&path) } else { dirs(&path) };
                     let values = (0..names.len())
-                        .map(|i| segs.get(i).and_then(|s| value_of(s)))
-                        .collect();
-                    DatasetFile { path, size, values }
+                        .map(|i| {
+                            segs.get(i)
+                                .map(|s| value_of(s))
+                                .transpose()
+                                .map(Option::flatten)
+                        })
+                        .collect::<Result<Vec<_>>>()?;
+                    Ok(DatasetFile { path, size, values })
                 })
-                .collect();
+                .collect::<Result<Vec<_>>>()?;
             let schema = if *infer {
                 inferred(&names, &found, *dictionary)
             } else {
@@ -251,7 +346,7 @@ fn inferred(keys: &[String], files: &[DatasetFile], dictionary: bool) -> SchemaR
                 .iter()
                 .filter_map(|f| f.values[i].as_deref())
                 .peekable();
-            let int = seen.peek().is_some() && seen.all(|v| v.parse::<i32>().is_ok());
+            let int = seen.peek().is_some() && seen.all(is_int32);
             let t = if int { DataType::Int32 } else { DataType::Utf8 };
             let t = match dictionary {
                 true => DataType::Dictionary(Box::new(DataType::Int32), Box::new(t)),
@@ -293,11 +388,14 @@ fn typed(files: Vec<DatasetFile>, schema: SchemaRef) -> Result<Discovered> {
                     }
                 }
             }
-            let text: ArrayRef = Arc::new(StringArray::from(distinct.clone()));
-            let dictionary = cast_with_options(&text, value_type, &options).map_err(|e| {
-                let path = files.first().map_or(Path::new(""), |f| f.path.as_path());
-                fail(field, None, path, e)
-            })?;
+            let first = files.first().map_or(Path::new(""), |f| f.path.as_path());
+            let texts = distinct
+                .iter()
+                .map(|v| castable_text(v, value_type).map_err(|e| fail(field, Some(v), first, e)))
+                .collect::<Result<Vec<_>>>()?;
+            let text: ArrayRef = Arc::new(StringArray::from_iter_values(texts));
+            let dictionary = cast_with_options(&text, value_type, &options)
+                .map_err(|e| fail(field, None, first, e))?;
             for f in &files {
                 let key = f.values[k]
                     .as_deref()
@@ -317,7 +415,11 @@ fn typed(files: Vec<DatasetFile>, schema: SchemaRef) -> Result<Discovered> {
         } else {
             for f in &files {
                 let v = f.values[k].as_deref();
-                let text: ArrayRef = Arc::new(StringArray::from(vec![v]));
+                let castable = v
+                    .map(|v| castable_text(v, to))
+                    .transpose()
+                    .map_err(|e| fail(field, v, &f.path, e))?;
+                let text: ArrayRef = Arc::new(StringArray::from_iter([castable]));
                 column.push(
                     cast_with_options(&text, to, &options)
                         .map_err(|e| fail(field, v, &f.path, e))?,
@@ -342,12 +444,48 @@ mod tests {
 
     #[test]
     fn escapes_are_decoded_as_pyarrow_writes_them() {
-        assert_eq!(unescape("a%2Fb%20c"), "a/b c");
-        assert_eq!(unescape("%C3%A9"), "é");
-        assert_eq!(unescape("100%"), "100%");
-        assert_eq!(unescape("%zz"), "%zz");
-        assert_eq!(unescape("%FF"), "%FF");
-        assert_eq!(unescape("plain"), "plain");
+        assert_eq!(unescape("a%2Fb%20c").unwrap(), "a/b c");
+        assert_eq!(unescape("%C3%A9").unwrap(), "é");
+        assert_eq!(unescape("100%").unwrap(), "100%");
+        assert_eq!(unescape("%zz").unwrap(), "%zz");
+        assert_eq!(unescape("plain").unwrap(), "plain");
+        let err = unescape("%FF").unwrap_err().to_string();
+        assert!(err.contains("not valid UTF-8"), "{err}");
+        assert!(unescape("%C3").is_err());
+    }
+
+    #[test]
+    fn integers_are_read_as_arrows_parser_reads_them() {
+        for (text, int) in [
+            ("0x10", true),
+            ("0X1f", true),
+            ("0x0010", true),
+            ("0xFFFFFFFF", true),
+            ("-3", true),
+            ("007", true),
+            ("-0", true),
+            ("+5", false),
+            (" 7", false),
+            ("1e3", false),
+            ("0x", false),
+            ("-0x10", false),
+            ("0x100000000", false),
+            ("0x000000010", false),
+            ("2147483648", false),
+            ("-", false),
+            ("", false),
+        ] {
+            assert_eq!(is_int32(text), int, "{text:?}");
+        }
+        let cast = |t, to: &DataType| castable_text(t, to).map(|c| c.into_owned()).ok();
+        assert_eq!(cast("0xFFFFFFFF", &DataType::Int32).unwrap(), "-1");
+        assert_eq!(cast("0x80000000", &DataType::Int32).unwrap(), "-2147483648");
+        assert_eq!(cast("0xFFFFFFFF", &DataType::Int64).unwrap(), "4294967295");
+        assert_eq!(cast("0xFF", &DataType::UInt8).unwrap(), "255");
+        assert_eq!(cast("0x10", &DataType::Utf8).unwrap(), "0x10");
+        assert_eq!(cast("-12", &DataType::Int64).unwrap(), "-12");
+        assert_eq!(cast("+5", &DataType::Int64), None);
+        assert_eq!(cast(" 7", &DataType::Int16), None);
     }
 
     #[test]
