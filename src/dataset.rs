@@ -14,33 +14,34 @@ use crate::parquet_options::writer_keywords;
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::store::{self, Located, PathOptions};
 use zstdpool_core::dataset::{
-    DatasetOptions, DatasetWriter, Destination, ExistingData, FileFormat, WrittenFile,
+    DatasetOptions, DatasetWriter, Destination, ExistingData, FileFormat, Flavor, WrittenFile,
 };
 use zstdpool_core::params;
 
-/// The partition columns: a list of names, or a pyarrow Hive `Partitioning` (its schema's).
+/// The partition columns, a list of names (`zstdpool.dataset.write_dataset` makes pyarrow's
+/// `Partitioning` objects into names and a flavor).
 fn partition_columns(partitioning: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
     let Some(p) = partitioning.filter(|p| !p.is_none()) else {
         return Ok(Vec::new());
     };
-    if let Ok(names) = p.extract::<Vec<String>>() {
-        return Ok(names);
+    p.extract::<Vec<String>>().map_err(|_| {
+        errors::wrong_type(format!(
+            "partitioning must be a list of column names or None, not '{}'",
+            type_name(p)
+        ))
+    })
+}
+
+/// pyarrow's `partitioning_flavor`: None (directories of values), "hive" or "filename".
+fn flavor(name: Option<&str>) -> PyResult<Flavor> {
+    match name {
+        None => Ok(Flavor::Directory),
+        Some("hive") => Ok(Flavor::Hive),
+        Some("filename") => Ok(Flavor::Filename),
+        Some(other) => Err(errors::parameter(format!(
+            "partitioning_flavor must be None, \"hive\" or \"filename\", not {other:?}"
+        ))),
     }
-    if p.hasattr("schema")? && type_name(p).contains("Partitioning") {
-        if !type_name(p).contains("Hive") {
-            return Err(errors::wrong_type(format!(
-                "partitioning: only Hive partitioning (key=value directories) is written, not \
-                 a '{}'",
-                type_name(p)
-            )));
-        }
-        return p.getattr("schema")?.getattr("names")?.extract();
-    }
-    Err(errors::wrong_type(format!(
-        "partitioning must be a list of column names, a pyarrow Hive partitioning or None, \
-         not '{}'",
-        type_name(p)
-    )))
 }
 
 /// Checks `write_dataset`'s format, compression, level and existing_data_behavior as
@@ -146,20 +147,24 @@ fn files_list<'py>(py: Python<'py>, files: &[WrittenFile]) -> PyResult<Bound<'py
 /// temporary objects, no fsync and no permission bits. `filesystem` may be a pyarrow or
 /// fsspec local filesystem, or a `SubTreeFileSystem` over one.
 #[pyfunction]
-#[pyo3(signature = (data, base_dir, *, partitioning=None, format="parquet", compression="zstd", level=None, basename_template=None, existing_data_behavior="error", max_open_files=1024, max_rows_per_file=None, max_pending_bytes=268435456, threads=None, fsync=false, pool=None, file_options=None, filesystem=None, storage_options=None))]
+#[pyo3(signature = (data, base_dir, *, partitioning=None, partitioning_flavor="hive", format="parquet", compression="zstd", level=None, basename_template=None, existing_data_behavior="error", max_open_files=1024, max_partitions=None, max_rows_per_file=None, min_rows_per_group=0, max_rows_per_group=None, max_pending_bytes=268435456, threads=None, fsync=false, pool=None, file_options=None, filesystem=None, storage_options=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_dataset<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     base_dir: &Bound<'py, PyAny>,
     partitioning: Option<&Bound<'py, PyAny>>,
+    partitioning_flavor: Option<&str>,
     #[pyo3(from_py_with = args::arg::<args::Format, _>)] format: &str,
     #[pyo3(from_py_with = args::arg::<args::Compression, _>)] compression: Option<&str>,
     #[pyo3(from_py_with = args::arg::<args::Level, _>)] level: Option<i64>,
     basename_template: Option<String>,
     #[pyo3(from_py_with = args::arg::<args::ExistingDataBehavior, _>)] existing_data_behavior: &str,
     max_open_files: i64,
+    max_partitions: Option<i64>,
     max_rows_per_file: Option<i64>,
+    min_rows_per_group: i64,
+    max_rows_per_group: Option<i64>,
     max_pending_bytes: i64,
     #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
     fsync: bool,
@@ -188,12 +193,22 @@ pub fn write_dataset<'py>(
     };
     let options = DatasetOptions {
         partitioning: partition_columns(partitioning)?,
+        flavor: flavor(partitioning_flavor)?,
         format: file_format(format, compression, level, file_options)?,
         basename_template,
         existing_data: ExistingData::from_name(existing_data_behavior).or_raise()?,
         max_open_files: params::count("max_open_files", max_open_files).or_raise()?,
+        max_partitions: max_partitions
+            .map(|n| params::positive("max_partitions", n))
+            .transpose()
+            .or_raise()?,
         max_rows_per_file: max_rows_per_file
             .map(|n| params::count("max_rows_per_file", n))
+            .transpose()
+            .or_raise()?,
+        min_rows_per_group: params::count("min_rows_per_group", min_rows_per_group).or_raise()?,
+        max_rows_per_group: max_rows_per_group
+            .map(|n| params::count("max_rows_per_group", n))
             .transpose()
             .or_raise()?,
         max_pending_bytes: params::size("max_pending_bytes", max_pending_bytes).or_raise()?,

@@ -166,7 +166,7 @@ def _written_file() -> object:
 
     with tempfile.TemporaryDirectory() as d:
         return zstdpool.dataset.write_dataset(
-            pa.table({"k": [1, 2], "v": [3, 4]}), d, partitioning=["k"]
+            pa.table({"k": [1, 2], "v": [3, 4]}), d, partitioning=["k"], partitioning_flavor="hive"
         )[0]
 
 

@@ -20,18 +20,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from zstdpool import _filters, _fs, _substrait
-from zstdpool._zstdpool import DatasetBatches, DatasetScanner, write_dataset
+from zstdpool import _filters, _fs, _substrait, _zstdpool
+from zstdpool._zstdpool import DatasetBatches, DatasetScanner
 
 if TYPE_CHECKING:
     import pyarrow as pa
     import pyarrow.compute as pc
+    import pyarrow.dataset as pds
+    import pyarrow.parquet as pq
 
-    from zstdpool._zstdpool import ContextPool
+    from zstdpool._zstdpool import ContextPool, ParquetWriteOptions
+    from zstdpool._zstdpool import WrittenFile as _Written
 
-__all__ = ["Dataset", "DatasetBatches", "dataset", "write_dataset"]
+__all__ = ["Dataset", "DatasetBatches", "Scanner", "WrittenFile", "dataset", "write_dataset"]
 
 # What to_batches and to_reader read ahead of the consumer by default: files are read a window
 # at a time, a window holding at most this many bytes of files (or one larger file).
@@ -67,6 +71,12 @@ def _partitioning(partitioning: Any, infer_dictionary: bool = False) -> dict[str
 
     if isinstance(partitioning, pds.HivePartitioning):
         return {"partitioning": "hive", "partition_schema": partitioning.schema}
+    if isinstance(partitioning, pds.FilenamePartitioning):
+        return {
+            "partitioning": "filename",
+            "partition_schema": partitioning.schema,
+            "infer_partition_types": False,
+        }
     if isinstance(partitioning, pds.DirectoryPartitioning):
         return {
             "partitioning": "directory",
@@ -78,14 +88,16 @@ def _partitioning(partitioning: Any, infer_dictionary: bool = False) -> dict[str
     raise NotImplementedError(
         f"partitioning: a {type(partitioning).__name__} ({getattr(partitioning, 'type_name', '')}) "
         f'is not supported; pass "hive", a list of directory field names, or a '
-        f"HivePartitioning or DirectoryPartitioning with its schema"
+        f"HivePartitioning, DirectoryPartitioning or FilenamePartitioning with its schema"
     )
 
 
 class Dataset:
     """Files read as one table: ``schema`` (the first file's columns, or the given schema,
     then the partition fields), ``files``, and reads with ``columns`` and ``filter``
-    (pyarrow's ``filters`` forms or a ``pyarrow.compute.Expression``).
+    (pyarrow's ``filters`` forms or a ``pyarrow.compute.Expression``), as
+    ``pyarrow.dataset.Dataset``: ``to_table``, ``to_batches``, ``to_reader``, ``count_rows``,
+    ``head``, ``take``, ``scanner``, ``filter`` and ``replace_schema``.
 
     A filter in the tuple forms, or an Expression of the same comparisons, ``is_in``, null
     tests and boolean logic over columns and values (read through its Substrait form: see
@@ -93,12 +105,23 @@ class Dataset:
     Parquet row groups by their statistics and bloom filters, and pages by the page index, and
     is evaluated in Rust. Any other Expression prunes files by their partitions (pyarrow
     decides which) and is applied by pyarrow to the rows read, with every column read for it.
-    Rows come in file order (files sorted by path), each file's in its order.
+    ``columns`` is a list of names, or a dict of output names to Expressions (pyarrow
+    evaluates them on the rows read). Rows come in file order (files sorted by path), each
+    file's in its order.
     """
 
-    def __init__(self, scanner: DatasetScanner, format: str) -> None:
+    def __init__(
+        self,
+        scanner: DatasetScanner,
+        format: str,
+        filter: Any = None,
+        reopen: Any = None,
+    ) -> None:
         self._scanner = scanner
         self._format = format
+        self._filter = filter
+        # Opens the same files with another schema (replace_schema).
+        self._reopen = reopen
 
     @property
     def schema(self) -> pa.Schema:
@@ -120,7 +143,74 @@ class Dataset:
     def __repr__(self) -> str:
         return f"<zstdpool.dataset.Dataset of {len(self.files)} {self._format} files>"
 
+    # --- datasets made from this one ------------------------------------------------------------
+
+    def filter(self, expression: Any) -> Dataset:
+        """This dataset with only the rows ``expression`` keeps (an Expression, or pyarrow's
+        ``filters`` forms); the filters of later reads apply on top of it."""
+        if _filters.normalize(expression) is None:
+            raise TypeError("filter: expression must be an Expression or filters, not None")
+        return Dataset(self._scanner, self._format, self._combined(expression), self._reopen)
+
+    def replace_schema(self, schema: pa.Schema) -> Dataset:
+        """The source, listed again, read as ``schema`` (columns a file lacks read as nulls;
+        a column that cannot be read as its type is an error when read)."""
+        import pyarrow as pa
+
+        if not isinstance(schema, pa.Schema):
+            raise TypeError(f"schema must be a pyarrow Schema, not '{type(schema).__name__}'")
+        if self._reopen is None:
+            raise NotImplementedError("this dataset cannot be reopened with another schema")
+        return Dataset(self._reopen(schema), self._format, self._filter, self._reopen)
+
+    def scanner(
+        self,
+        columns: Sequence[str] | dict[str, pc.Expression] | None = None,
+        filter: Any = None,
+        *,
+        batch_size: int | None = None,
+        readahead_bytes: int = DEFAULT_READAHEAD_BYTES,
+        use_threads: bool = True,
+        threads: int | None = None,
+    ) -> Scanner:
+        """A ``Scanner`` of this dataset's rows, as ``pyarrow.dataset.Dataset.scanner``."""
+        return Scanner.from_dataset(
+            self,
+            columns=columns,
+            filter=filter,
+            batch_size=batch_size,
+            readahead_bytes=readahead_bytes,
+            use_threads=use_threads,
+            threads=threads,
+        )
+
     # --- a read's arguments ---------------------------------------------------------------
+
+    def _combined(self, filter: Any) -> Any:
+        """The dataset's own filter and a read's, as one."""
+        if self._filter is None:
+            return filter
+        if filter is None:
+            return self._filter
+        own, given = _filters.to_expression(self._filter), _filters.to_expression(filter)
+        assert own is not None and given is not None
+        return own & given
+
+    @staticmethod
+    def _columns(
+        columns: Any,
+    ) -> tuple[list[str] | None, dict[str, pc.Expression] | None]:
+        """The columns a read names, or the projection it computes (every column is read)."""
+        if isinstance(columns, dict):
+            import pyarrow.compute as pc
+
+            for name, value in columns.items():
+                if not isinstance(name, str) or not isinstance(value, pc.Expression):
+                    raise TypeError(
+                        "columns: a dict must map output names (str) to pyarrow Expressions"
+                    )
+            return None, columns
+        return columns, None
 
     def _plan(
         self, columns: Sequence[str] | None, filter: Any
@@ -131,7 +221,7 @@ class Dataset:
             if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
                 raise TypeError("columns must be a list of column names")
             columns = list(columns)
-        made = _filters.normalize(filter)
+        made = _filters.normalize(self._combined(filter))
         if made is None:
             return columns, None, None, None
         if made.tree is not None:
@@ -197,7 +287,7 @@ class Dataset:
 
     def to_table(
         self,
-        columns: Sequence[str] | None = None,
+        columns: Sequence[str] | dict[str, pc.Expression] | None = None,
         filter: Any = None,
         *,
         use_threads: bool = True,
@@ -205,16 +295,19 @@ class Dataset:
     ) -> pa.Table:
         """Every row ``filter`` keeps (all by default), with ``columns`` (all by default), read
         on ``threads`` (every core by default; one with ``use_threads=False``)."""
-        columns, tree, expression, files = self._plan(columns, filter)
+        names, projection = self._columns(columns)
+        names, tree, expression, files = self._plan(names, filter)
         n = self._threads(use_threads, threads)
         if expression is None:
-            return self._scanner.read(columns, tree, n, files)
-        table = self._scanner.read(None, None, n, files).filter(expression)
-        return table if columns is None else table.select(columns)
+            table = self._scanner.read(names, tree, n, files)
+        else:
+            table = self._scanner.read(None, None, n, files).filter(expression)
+            table = table if names is None else table.select(names)
+        return table if projection is None else _project(table, projection)
 
     def to_batches(
         self,
-        columns: Sequence[str] | None = None,
+        columns: Sequence[str] | dict[str, pc.Expression] | None = None,
         filter: Any = None,
         *,
         batch_size: int | None = None,
@@ -225,10 +318,11 @@ class Dataset:
         """The rows ``to_table`` returns, as batches of at most ``batch_size`` rows (a row
         group's by default), read a window of files at a time: at most ``readahead_bytes`` of
         files (or one larger file) are read ahead of the consumer."""
-        stream, columns, expression = self._stream(
-            columns, filter, batch_size, readahead_bytes, use_threads, threads
+        names, projection = self._columns(columns)
+        stream, names, expression = self._stream(
+            names, filter, batch_size, readahead_bytes, use_threads, threads
         )
-        return self._batches(stream, columns, expression, batch_size)
+        return self._batches(stream, names, expression, batch_size, projection)
 
     def _stream(
         self,
@@ -255,14 +349,19 @@ class Dataset:
         columns: list[str] | None,
         expression: pc.Expression | None,
         batch_size: int | None,
+        projection: dict[str, pc.Expression] | None = None,
     ) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
         for batch in stream:
-            if expression is not None:
-                table = pa.Table.from_batches([batch]).filter(expression)
-                if columns is not None:
-                    table = table.select(columns)
+            if expression is not None or projection is not None:
+                table = pa.Table.from_batches([batch])
+                if expression is not None:
+                    table = table.filter(expression)
+                    if columns is not None:
+                        table = table.select(columns)
+                if projection is not None:
+                    table = _project(table, projection)
                 parts = table.combine_chunks().to_batches()
             else:
                 parts = [batch]
@@ -275,16 +374,19 @@ class Dataset:
                 for start in range(0, part.num_rows, batch_size):
                     yield part.slice(start, batch_size)
 
-    def _output_schema(self, columns: list[str] | None) -> pa.Schema:
+    def _output_schema(self, columns: Any) -> pa.Schema:
         import pyarrow as pa
 
-        if columns is None:
+        names, projection = self._columns(columns)
+        if projection is not None:
+            return _project(self.schema.empty_table(), projection).schema
+        if names is None:
             return self.schema
-        return pa.schema([self.schema.field(c) for c in columns], metadata=self.schema.metadata)
+        return pa.schema([self.schema.field(c) for c in names], metadata=self.schema.metadata)
 
     def to_reader(
         self,
-        columns: Sequence[str] | None = None,
+        columns: Sequence[str] | dict[str, pc.Expression] | None = None,
         filter: Any = None,
         *,
         batch_size: int | None = None,
@@ -295,13 +397,14 @@ class Dataset:
         """``to_batches`` as a ``pyarrow.RecordBatchReader``."""
         import pyarrow as pa
 
+        names, projection = self._columns(columns)
         stream, cols, expression = self._stream(
-            columns, filter, batch_size, readahead_bytes, use_threads, threads
+            names, filter, batch_size, readahead_bytes, use_threads, threads
         )
-        if expression is None and batch_size is None:
+        if expression is None and batch_size is None and projection is None:
             return pa.RecordBatchReader.from_stream(stream)
-        batches = self._batches(stream, cols, expression, batch_size)
-        return pa.RecordBatchReader.from_batches(self._output_schema(cols), batches)
+        batches = self._batches(stream, cols, expression, batch_size, projection)
+        return pa.RecordBatchReader.from_batches(self._output_schema(columns), batches)
 
     def count_rows(
         self, filter: Any = None, *, use_threads: bool = True, threads: int | None = None
@@ -317,7 +420,7 @@ class Dataset:
     def head(
         self,
         num_rows: int,
-        columns: Sequence[str] | None = None,
+        columns: Sequence[str] | dict[str, pc.Expression] | None = None,
         filter: Any = None,
         *,
         use_threads: bool = True,
@@ -339,14 +442,156 @@ class Dataset:
                 left -= taken[-1].num_rows
                 if left == 0:
                     break
-        columns = list(columns) if columns is not None else None
+        if columns is not None and not isinstance(columns, dict):
+            columns = list(columns)
         return pa.Table.from_batches(taken, schema=self._output_schema(columns))
+
+    def take(
+        self,
+        indices: Any,
+        columns: Sequence[str] | dict[str, pc.Expression] | None = None,
+        filter: Any = None,
+        *,
+        use_threads: bool = True,
+        threads: int | None = None,
+    ) -> pa.Table:
+        """The rows at ``indices`` (positions among the rows ``filter`` keeps, in
+        ``to_table``'s order), reading only the files up to the last of them."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        index = (
+            indices
+            if isinstance(indices, (pa.Array, pa.ChunkedArray))
+            else pa.array(indices, pa.int64())
+        )
+        if not pa.types.is_integer(index.type):
+            raise TypeError(f"indices must be integers, not {index.type}")
+        if len(index) == 0 or index.null_count == len(index):
+            return self.head(0, columns, filter).take(index)
+        low, high = pc.min(index).as_py(), pc.max(index).as_py()
+        if low < 0:
+            raise IndexError(f"Index {low} out of bounds")
+        table = self.head(high + 1, columns, filter, use_threads=use_threads, threads=threads)
+        if table.num_rows <= high:
+            raise IndexError(f"Index {high} out of bounds")
+        return table.take(index)
 
     def __arrow_c_stream__(self, requested_schema: object = None) -> object:
         """Every row, through the Arrow C stream interface: polars, duckdb and pyarrow take the
         dataset directly."""
+        if self._filter is not None:
+            return self.to_reader().__arrow_c_stream__(requested_schema)
         stream = self._scanner.stream(None, None, None, None, DEFAULT_READAHEAD_BYTES)
         return stream.__arrow_c_stream__(requested_schema)
+
+
+def _project(table: pa.Table, projection: dict[str, pc.Expression]) -> pa.Table:
+    """``table``'s columns computed as ``projection`` names them, by pyarrow's own
+    evaluation of each Expression."""
+    import pyarrow.dataset as pds
+
+    return pds.dataset(table).to_table(columns=projection)
+
+
+class Scanner:
+    """A read of a dataset made ready, as ``pyarrow.dataset.Scanner``: its columns, filter
+    and batch size fixed, then ``to_table``, ``to_batches``, ``to_reader``, ``count_rows``,
+    ``head`` or ``take`` (each reads the files again)."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        columns: Any,
+        filter: Any,
+        batch_size: int | None,
+        readahead_bytes: int,
+        use_threads: bool,
+        threads: int | None,
+    ) -> None:
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        self._dataset = dataset
+        self._columns = columns
+        self._filter = filter
+        self._batch_size = batch_size
+        self._readahead = readahead_bytes
+        self._use_threads = use_threads
+        self._threads = threads
+        # Checked now, as pyarrow's scanner checks them when it is made.
+        dataset._plan(Dataset._columns(columns)[0], filter)
+        self._schema = dataset._output_schema(columns)
+
+    @staticmethod
+    def from_dataset(
+        dataset: Dataset,
+        *,
+        columns: Sequence[str] | dict[str, pc.Expression] | None = None,
+        filter: Any = None,
+        batch_size: int | None = None,
+        readahead_bytes: int = DEFAULT_READAHEAD_BYTES,
+        use_threads: bool = True,
+        threads: int | None = None,
+    ) -> Scanner:
+        if not isinstance(dataset, Dataset):
+            raise TypeError(
+                f"dataset must be a zstdpool.dataset.Dataset, not '{type(dataset).__name__}'"
+            )
+        return Scanner(dataset, columns, filter, batch_size, readahead_bytes, use_threads, threads)
+
+    @property
+    def dataset_schema(self) -> pa.Schema:
+        return self._dataset.schema
+
+    @property
+    def projected_schema(self) -> pa.Schema:
+        return self._schema
+
+    def to_table(self) -> pa.Table:
+        return self._dataset.to_table(
+            self._columns, self._filter, use_threads=self._use_threads, threads=self._threads
+        )
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        return self._dataset.to_batches(
+            self._columns,
+            self._filter,
+            batch_size=self._batch_size,
+            readahead_bytes=self._readahead,
+            use_threads=self._use_threads,
+            threads=self._threads,
+        )
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        import pyarrow as pa
+
+        return pa.RecordBatchReader.from_batches(self._schema, self.to_batches())
+
+    def count_rows(self) -> int:
+        return self._dataset.count_rows(
+            self._filter, use_threads=self._use_threads, threads=self._threads
+        )
+
+    def head(self, num_rows: int) -> pa.Table:
+        return self._dataset.head(
+            num_rows,
+            self._columns,
+            self._filter,
+            use_threads=self._use_threads,
+            threads=self._threads,
+        )
+
+    def take(self, indices: Any) -> pa.Table:
+        return self._dataset.take(
+            indices,
+            self._columns,
+            self._filter,
+            use_threads=self._use_threads,
+            threads=self._threads,
+        )
+
+    def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        return self.to_reader().__arrow_c_stream__(requested_schema)
 
 
 def dataset(
@@ -365,8 +610,9 @@ def dataset(
     one of ``ignore_prefixes``), a file, or a list of files.
 
     ``partitioning`` is ``"hive"`` (``key=value`` directories; the default), a list of field
-    names (the directories below the root, in order), a pyarrow ``HivePartitioning`` or
-    ``DirectoryPartitioning`` with the fields' types, or None. Partition values are typed as
+    names (the directories below the root, in order), a pyarrow ``HivePartitioning``,
+    ``DirectoryPartitioning`` or ``FilenamePartitioning`` (values before the file name's
+    last ``_``) with the fields' types, or None. Partition values are typed as
     pyarrow infers them (int32 where every value is one, else string) unless given;
     ``__HIVE_DEFAULT_PARTITION__`` reads as null and escaped values are unescaped. The schema
     is the first file's (or ``schema``), then the partition fields; a column a file lacks
@@ -425,13 +671,313 @@ def _open(
         )
     if isinstance(src, str) and not _fs.is_store_url(src) and not os.path.exists(src):
         raise FileNotFoundError(2, "No such file or directory", src)
-    scanner = DatasetScanner(
-        src,
-        format=fmt,
-        schema=schema,
-        ignore_prefixes=list(ignore_prefixes),
-        pool=pool,
-        storage_options=storage_options,
-        **_partitioning(partitioning, infer_dictionary),
+    keywords = _partitioning(partitioning, infer_dictionary)
+
+    def scanner(schema: pa.Schema | None) -> DatasetScanner:
+        return DatasetScanner(
+            src,
+            format=fmt,
+            schema=schema,
+            ignore_prefixes=list(ignore_prefixes),
+            pool=pool,
+            storage_options=storage_options,
+            **keywords,
+        )
+
+    return Dataset(scanner(schema), "parquet" if fmt == "parquet" else "ipc", reopen=scanner)
+
+
+# --- writing ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WrittenFile:
+    """A file written, as ``file_visitor`` receives it (pyarrow's ``WrittenFile``): the path,
+    the Parquet footer (``pyarrow.parquet.FileMetaData``; None for IPC files and for files in
+    object stores) and the size in bytes."""
+
+    path: str
+    metadata: pq.FileMetaData | None
+    size: int
+
+
+def _is_table_or_batch(item: Any) -> bool:
+    import pyarrow as pa
+
+    return isinstance(item, (pa.Table, pa.RecordBatch))
+
+
+def _write_input(data: Any, schema: pa.Schema | None, use_threads: bool) -> tuple[Any, str | None]:
+    """``data`` as what the writer streams (a Table, a RecordBatch, or an Arrow stream), and
+    the format of the files it was read from (a dataset's), if any. Datasets and scanners are
+    streamed, never read whole."""
+    import pyarrow as pa
+    import pyarrow.dataset as pds
+
+    if isinstance(data, (list, tuple)):
+        if not data and schema is None:
+            raise ValueError("data is an empty list: give its schema with schema=")
+        for i, item in enumerate(data):
+            if not _is_table_or_batch(item):
+                raise TypeError(
+                    f"data[{i}] must be a pyarrow Table or RecordBatch, not '{type(item).__name__}'"
+                )
+        want = schema if schema is not None else data[0].schema
+        for i, item in enumerate(data):
+            if not item.schema.equals(want):
+                raise TypeError(
+                    f"data[{i}] has schema\n{item.schema}\nwhich does not match the expected "
+                    f"schema\n{want}"
+                )
+        batches = (b for item in data for b in _batches_of(item))
+        return pa.RecordBatchReader.from_batches(want, batches), None
+    if _is_table_or_batch(data):
+        if schema is not None and not data.schema.equals(schema):
+            data = data.cast(schema)
+        return data, None
+    if isinstance(data, pds.Scanner) or isinstance(data, Scanner):
+        if schema is not None:
+            raise ValueError("Cannot specify a schema when writing a Scanner")
+        return data.to_reader(), None
+    if isinstance(data, pds.Dataset):
+        reader = data.scanner(use_threads=use_threads).to_reader()
+        fmt = data.format.default_extname if isinstance(data, pds.FileSystemDataset) else None
+        return _with_schema(reader, schema), fmt
+    if isinstance(data, Dataset):
+        return _with_schema(data.to_reader(use_threads=use_threads), schema), data.format
+    if isinstance(data, pa.RecordBatchReader) or hasattr(data, "__arrow_c_stream__"):
+        return (data if schema is None else _with_schema(data, schema)), None
+    if hasattr(data, "__arrow_c_array__"):
+        return data, None
+    if hasattr(data, "__iter__") and not isinstance(data, (str, bytes, dict)):
+        if schema is None:
+            raise ValueError("data is an iterable of batches: give their schema with schema=")
+        return pa.RecordBatchReader.from_batches(schema, _checked_batches(data, schema)), None
+    raise TypeError(
+        "data must be a Table, RecordBatch, RecordBatchReader, a list of Tables or "
+        "RecordBatches, an iterable of RecordBatches (with schema=), a pyarrow or zstdpool "
+        f"Dataset or Scanner, or an Arrow stream object, not '{type(data).__name__}'"
     )
-    return Dataset(scanner, "parquet" if fmt == "parquet" else "ipc")
+
+
+def _batches_of(item: pa.Table | pa.RecordBatch) -> list[pa.RecordBatch]:
+    import pyarrow as pa
+
+    return [item] if isinstance(item, pa.RecordBatch) else item.to_batches()
+
+
+def _checked_batches(items: Any, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    for i, item in enumerate(items):
+        if not _is_table_or_batch(item):
+            raise TypeError(
+                f"data: item {i} of the iterable must be a RecordBatch, not '{type(item).__name__}'"
+            )
+        if not item.schema.equals(schema):
+            raise TypeError(
+                f"data: item {i} has schema\n{item.schema}\nwhich does not match the given "
+                f"schema\n{schema}"
+            )
+        yield from _batches_of(item)
+
+
+def _with_schema(stream: Any, schema: pa.Schema | None) -> Any:
+    """``stream`` cast to ``schema`` as it is read (as pyarrow's ``from_stream`` casts)."""
+    import pyarrow as pa
+
+    if schema is None:
+        return stream
+    return pa.RecordBatchReader.from_stream(stream, schema=schema)
+
+
+def _write_partitioning(partitioning: Any, flavor: str | None) -> tuple[list[str], str | None]:
+    """pyarrow's ``partitioning`` and ``partitioning_flavor`` as names and a flavor (None:
+    directories of values, "hive", "filename")."""
+    import pyarrow.dataset as pds
+
+    if flavor not in (None, "hive", "filename"):
+        raise ValueError(f'partitioning_flavor must be None, "hive" or "filename", not {flavor!r}')
+    if partitioning is None:
+        return [], flavor
+    if isinstance(partitioning, (list, tuple)):
+        names = list(partitioning)
+        if not all(isinstance(n, str) for n in names):
+            raise TypeError("partitioning: a list of partition columns must hold their names (str)")
+        return names, flavor
+    if isinstance(partitioning, pds.PartitioningFactory):
+        raise ValueError(
+            "partitioning: a PartitioningFactory cannot be used (did you call "
+            "pyarrow.dataset.partitioning without supplying a schema?)"
+        )
+    if isinstance(partitioning, pds.Partitioning):
+        if flavor is not None:
+            raise ValueError(
+                "Providing a partitioning_flavor with a Partitioning object is not supported"
+            )
+        kinds = {
+            pds.HivePartitioning: "hive",
+            pds.FilenamePartitioning: "filename",
+            pds.DirectoryPartitioning: None,
+        }
+        for kind, named in kinds.items():
+            if isinstance(partitioning, kind):
+                return list(partitioning.schema.names), named
+    raise TypeError(
+        "partitioning must be a list of column names, a pyarrow Partitioning (directory, hive "
+        f"or filename) or None, not '{type(partitioning).__name__}'"
+    )
+
+
+def _visit(file_visitor: Any, written: list[_Written], fmt: str) -> None:
+    """Calls ``file_visitor`` with each file written, its Parquet footer read back."""
+    for f in written:
+        metadata = None
+        if fmt == "parquet" and not _fs.is_store_url(f["path"]):
+            import pyarrow.parquet as pq
+
+            metadata = pq.read_metadata(f["path"])
+        file_visitor(WrittenFile(f["path"], metadata, f["size"]))
+
+
+def write_dataset(
+    data: Any,
+    base_dir: str | os.PathLike[str],
+    *,
+    basename_template: str | None = None,
+    format: str | pds.FileFormat | None = None,
+    partitioning: Any = None,
+    partitioning_flavor: str | None = None,
+    schema: pa.Schema | None = None,
+    filesystem: Any = None,
+    file_options: ParquetWriteOptions | dict[str, Any] | None = None,
+    use_threads: bool = True,
+    preserve_order: bool = False,
+    max_partitions: int | None = None,
+    max_open_files: int | None = None,
+    max_rows_per_file: int | None = None,
+    min_rows_per_group: int | None = None,
+    max_rows_per_group: int | None = None,
+    file_visitor: Any = None,
+    existing_data_behavior: str = "error",
+    create_dir: bool = True,
+    compression: str | None = "zstd",
+    level: int | None = None,
+    max_pending_bytes: int = 256 << 20,
+    threads: int | None = None,
+    fsync: bool = False,
+    pool: ContextPool | None = None,
+    storage_options: dict[str, Any] | None = None,
+) -> list[_Written]:
+    """Writes ``data`` as a dataset under ``base_dir``, as ``pyarrow.dataset.write_dataset``,
+    every file's compression leased from one pool. Returns the files written, as dicts of
+    ``path``, ``num_rows`` and ``size``, in no particular order.
+
+    ``data`` is anything pyarrow's takes: a Table or RecordBatch, a RecordBatchReader or Arrow
+    stream object, a list of Tables or RecordBatches, an iterable of RecordBatches (with
+    ``schema``), or a pyarrow or zstdpool ``Dataset`` or ``Scanner`` (compaction: read a
+    dataset and write it back). Readers, iterables, datasets and scanners are streamed batch
+    by batch, never read whole. ``schema`` casts the data to it (refused for a scanner).
+
+    ``partitioning`` is a list of column names, whose values name each partition as
+    ``partitioning_flavor`` says: None (pyarrow's default) for a directory per value
+    (``2026/12/part-0.parquet``), "hive" for ``key=value`` directories, "filename" for a
+    file name prefix (``2026_12_part-0.parquet``). Or it is a pyarrow ``Partitioning`` of any
+    of the three kinds (``pyarrow.dataset.partitioning(schema, flavor=...)``). Values are
+    escaped in every flavor as pyarrow escapes Hive values (so that none can leave its
+    directory); nulls are ``__HIVE_DEFAULT_PARTITION__`` in Hive directories and left out
+    otherwise (only the last columns may then be null). Partition columns are left out of
+    the files.
+
+    ``format`` is "parquet" (the default, or the dataset's own when ``data`` is one), "ipc" or
+    "arrow" (``.arrow`` files) or "feather" (``.feather``); ``compression`` and ``level`` are
+    the format's (zstd at level 1 by default, as pyarrow's Parquet). Files are named by
+    ``basename_template`` (``part-{i}.<extension>`` by default, ``{i}`` counting from 0 in each
+    partition). ``existing_data_behavior`` is "error" (refuse a base directory that is not
+    empty), "overwrite_or_ignore" or "delete_matching" (empty each partition directory
+    written), as in pyarrow.
+
+    Rows keep their order within a partition, whatever ``preserve_order`` says. A partition of
+    more than ``max_rows_per_file`` rows is written as several files; row groups (Parquet) and
+    record batches (IPC) hold at least ``min_rows_per_group`` rows but for a file's last, and
+    at most ``max_rows_per_group`` (the Parquet options' ``row_group_size`` by default). A
+    batch split into more than ``max_partitions`` partitions is refused (no limit by default).
+    At most ``max_open_files`` files (1024) are open; rows wait in memory until the input ends
+    or ``max_pending_bytes`` of them wait. Files are written on ``threads`` threads (None: by
+    the work; one with ``use_threads=False``), all leasing contexts from ``pool``.
+
+    ``file_options`` takes the keywords of ``zstdpool.parquet.write_table`` for Parquet files.
+    ``file_visitor`` is called with a ``WrittenFile`` (path, metadata, size) for each file
+    once the write is done (pyarrow calls it as each file completes).
+
+    Each file is written under a hidden temporary name and renamed into place when complete
+    (``fsync=True``: synced with its directory too). If the write fails, the exception has a
+    ``completed_files`` attribute with the files that were whole before it; no partial file is
+    left under a final name. ``create_dir=False`` refuses a local base directory that does not
+    exist (partition directories are made as needed).
+
+    ``base_dir`` may be an object store URL ("s3://bucket/prefix", "gs://..."), with
+    ``storage_options`` as polars takes them (see the README's object store section); each
+    file is uploaded from Rust as it is completed, and nothing appears under a file's key
+    until it is whole. ``filesystem`` may be a pyarrow or fsspec local filesystem, or a
+    ``SubTreeFileSystem`` over one.
+    """
+    if not isinstance(use_threads, bool):
+        raise TypeError(f"use_threads must be a bool, not '{type(use_threads).__name__}'")
+    if file_options is not None and not isinstance(file_options, dict):
+        raise TypeError(
+            "file_options must be a dict of zstdpool.parquet.write_table keywords, not "
+            f"'{type(file_options).__name__}' (pyarrow's FileWriteOptions are not read)"
+        )
+    for name, value in (
+        ("max_rows_per_file", max_rows_per_file),
+        ("max_rows_per_group", max_rows_per_group),
+    ):
+        if value is not None and (not isinstance(value, int) or value < 0):
+            raise ValueError(f"{name} must be a non-negative int or None, not {value!r}")
+    # pyarrow's 0 means no limit, for rows per file.
+    rows_per_file = max_rows_per_file or None
+    if rows_per_file is not None and max_rows_per_group is not None:
+        if max_rows_per_group > rows_per_file:
+            raise ValueError("max_rows_per_group must be less than or equal to max_rows_per_file")
+    if min_rows_per_group is not None and max_rows_per_group is not None:
+        if min_rows_per_group > max_rows_per_group:
+            raise ValueError("min_rows_per_group must be less than or equal to max_rows_per_group")
+    names, flavor = _write_partitioning(partitioning, partitioning_flavor)
+    stream, data_format = _write_input(data, schema, use_threads)
+    fmt: str = (
+        format
+        if isinstance(format, str)
+        else format.default_extname  # a pyarrow FileFormat
+        if format is not None
+        else (data_format or "parquet")
+    )
+    if not create_dir and isinstance(base_dir, (str, os.PathLike)):
+        local = os.fspath(base_dir)
+        if not _fs.is_store_url(local) and filesystem is None and not os.path.isdir(local):
+            raise FileNotFoundError(
+                2, "No such directory (create_dir=False does not make it)", local
+            )
+    options: dict[str, Any] = {
+        "partitioning": names,
+        "partitioning_flavor": flavor,
+        "format": fmt,
+        "compression": compression,
+        "level": level,
+        "basename_template": basename_template,
+        "existing_data_behavior": existing_data_behavior,
+        "max_open_files": 1024 if max_open_files is None else max_open_files,
+        "max_partitions": max_partitions,
+        "max_rows_per_file": rows_per_file,
+        "min_rows_per_group": min_rows_per_group or 0,
+        "max_rows_per_group": max_rows_per_group or None,
+        "max_pending_bytes": max_pending_bytes,
+        "threads": threads if threads is not None or use_threads else 1,
+        "fsync": fsync,
+        "pool": pool,
+        "file_options": file_options,
+        "filesystem": filesystem,
+        "storage_options": storage_options,
+    }
+    written = _zstdpool.write_dataset(stream, base_dir, **options)
+    if file_visitor is not None:
+        _visit(file_visitor, written, "parquet" if fmt.lower() == "parquet" else "ipc")
+    return written

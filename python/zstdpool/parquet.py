@@ -23,7 +23,6 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 from zstdpool import _filters, _fs
@@ -35,34 +34,28 @@ from zstdpool._zstdpool import (
     write_table,
 )
 from zstdpool._zstdpool import read_table as _read_file
-from zstdpool.dataset import write_dataset
+from zstdpool.dataset import WrittenFile, write_dataset
 
 if TYPE_CHECKING:
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     from zstdpool._zstdpool import ContextPool, ParquetWriteOptions
 
 # Keywords of write_to_dataset that go to write_dataset; the rest are the Parquet writer's.
 _DATASET_KEYWORDS = (
+    "partitioning_flavor",
+    "max_partitions",
     "max_open_files",
     "max_rows_per_file",
+    "min_rows_per_group",
+    "max_rows_per_group",
+    "preserve_order",
+    "create_dir",
     "max_pending_bytes",
     "fsync",
     "pool",
     "storage_options",
 )
-
-
-@dataclass(frozen=True)
-class WrittenFile:
-    """A file ``write_to_dataset`` wrote, as its ``file_visitor`` receives it (pyarrow's
-    ``WrittenFile``): the path, the footer's metadata (with ``file_path`` relative to the
-    root, as ``pyarrow.parquet.write_metadata`` wants it) and the size in bytes."""
-
-    path: str
-    metadata: pq.FileMetaData
-    size: int
 
 
 def write_to_dataset(
@@ -114,6 +107,7 @@ def write_to_dataset(
 
         table = pa.table(table).cast(schema)
     dataset_keywords = {k: kwargs.pop(k) for k in _DATASET_KEYWORDS if k in kwargs}
+    flavor = dataset_keywords.pop("partitioning_flavor", None)
     threads = kwargs.pop("threads", None)
     if "chunk_size" in kwargs and "row_group_size" not in kwargs:
         kwargs["row_group_size"] = kwargs.pop("chunk_size")
@@ -122,9 +116,12 @@ def write_to_dataset(
         root_path,
         filesystem=None,
         partitioning=partitioning if partitioning is not None else partition_cols,
+        # pyarrow writes partition_cols as Hive directories, and `partitioning` as its flavor
+        # says (directories of values by default).
+        partitioning_flavor="hive" if partitioning is None else flavor,
         format="parquet",
         basename_template=basename_template or uuid.uuid4().hex + "-{i}.parquet",
-        existing_data_behavior=existing_data_behavior or "overwrite_or_ignore",  # type: ignore[arg-type]
+        existing_data_behavior=existing_data_behavior or "overwrite_or_ignore",
         threads=1 if use_threads is False else threads,
         file_options=cast("ParquetWriteOptions", kwargs),
         **dataset_keywords,

@@ -55,6 +55,7 @@ def hive(tmp_path_factory: pytest.TempPathFactory) -> Path:
         values_table(),
         d,
         partitioning=["k", "s"],
+        partitioning_flavor="hive",
         file_options={
             "row_group_size": 25,
             "max_rows_per_page": 4,
@@ -88,7 +89,7 @@ def same(got: pa.Table, expected: pa.Table) -> bool:
 def test_every_key_type_write_dataset_writes_reads_as_pyarrow_reads_it(
     tmp_path: Path, key: str
 ) -> None:
-    zd.write_dataset(table(key), tmp_path, partitioning=["k"])
+    zd.write_dataset(table(key), tmp_path, partitioning=["k"], partitioning_flavor="hive")
     got = zd.dataset(tmp_path).to_table()
     expected = pds.dataset(tmp_path, partitioning="hive").to_table()
     assert got.schema == expected.schema
@@ -213,7 +214,7 @@ def test_a_bad_filter_is_refused_with_what_is_wrong(hive: Path) -> None:
 
 
 def test_partitions_pruned_are_never_opened(tmp_path: Path) -> None:
-    zd.write_dataset(values_table(), tmp_path, partitioning=["k"])
+    zd.write_dataset(values_table(), tmp_path, partitioning=["k"], partitioning_flavor="hive")
     (tmp_path / "k=9").mkdir()
     (tmp_path / "k=9" / "part-0.parquet").write_bytes(b"PAR1 this is not a Parquet file")
     ds = zd.dataset(tmp_path)
@@ -299,7 +300,9 @@ def test_head_counts_and_the_c_stream(hive: Path) -> None:
 
 
 def test_ipc_datasets(tmp_path: Path) -> None:
-    zd.write_dataset(values_table(), tmp_path, partitioning=["k"], format="ipc")
+    zd.write_dataset(
+        values_table(), tmp_path, partitioning=["k"], partitioning_flavor="hive", format="ipc"
+    )
     ds = zd.dataset(tmp_path, format="ipc")
     expected = pds.dataset(tmp_path, format="ipc", partitioning="hive")
     assert same(by_id(ds.to_table()), by_id(expected.to_table()))
@@ -333,9 +336,58 @@ def test_partitionings_pyarrow_names(tmp_path: Path) -> None:
     )
     assert got.to_pylist() == [{"v": 2025, "year": 2025, "day": datetime.date(2025, 3, 4)}]
     hive = pds.partitioning(pa.schema([("k", pa.int64())]), flavor="hive")
-    zd.write_dataset(values_table(), tmp_path / "h", partitioning=["k"])
+    zd.write_dataset(values_table(), tmp_path / "h", partitioning=["k"], partitioning_flavor="hive")
     assert zd.dataset(tmp_path / "h", partitioning=hive).schema.field("k").type == pa.int64()
     assert zd.dataset(tmp_path / "h", partitioning=None).schema.names == ["id", "s", "x", "n", "t"]
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        ["0x10", "5"],
+        ["0X1f", "0xFFFFFFFF", "0x80000000", "0x00000010"],
+        ["-3", "007", "-0"],
+        ["+5", "1"],
+        [" 7", "1"],
+        ["0x", "1"],
+        ["-0x10", "1"],
+        ["0x000000010", "1"],
+        ["2147483648", "1"],
+        ["1e3", "1_000"],
+    ],
+    ids=str,
+)
+def test_partition_values_are_typed_as_pyarrow_types_them(
+    tmp_path: Path, values: list[str]
+) -> None:
+    for v in values:
+        (tmp_path / f"q={v}").mkdir()
+        pq.write_table(pa.table({"x": [v]}), tmp_path / f"q={v}" / "f.parquet")
+    expected = pds.dataset(tmp_path, partitioning="hive").to_table()
+    got = zd.dataset(tmp_path).to_table()
+    assert got.schema == expected.schema
+    assert got.sort_by("x").to_pylist() == expected.sort_by("x").to_pylist()
+    # Given the type, the values are parsed as pyarrow parses them too.
+    typed = pds.partitioning(pa.schema([("q", pa.int64())]), flavor="hive")
+    try:
+        expected = pds.dataset(tmp_path, partitioning=typed).to_table()
+    except pa.ArrowInvalid:
+        with pytest.raises(ParameterError, match="partitioning: the value"):
+            zd.dataset(tmp_path, partitioning=typed).to_table()
+    else:
+        got = zd.dataset(tmp_path, partitioning=typed).to_table()
+        assert got.sort_by("x").to_pylist() == expected.sort_by("x").to_pylist()
+
+
+@pytest.mark.parametrize("partitioning", ["hive", ["q"]])
+def test_a_partition_segment_of_invalid_utf8_is_refused(tmp_path: Path, partitioning: Any) -> None:
+    segment = "q=%C3" if partitioning == "hive" else "%C3"
+    (tmp_path / segment).mkdir()
+    pq.write_table(pa.table({"x": [1]}), tmp_path / segment / "f.parquet")
+    with pytest.raises(pa.ArrowInvalid, match="not valid UTF-8"):
+        pds.dataset(tmp_path, partitioning=partitioning).to_table()
+    with pytest.raises(ParameterError, match='segment "%C3" is not valid UTF-8'):
+        zd.dataset(tmp_path, partitioning=partitioning).to_table()
 
 
 def test_empty_and_missing_directories(tmp_path: Path) -> None:
@@ -451,6 +503,41 @@ def test_values_are_compared_as_pyarrow_compares_them(
 
 
 @pytest.mark.parametrize(
+    "data",
+    [
+        pa.array(["a", None, "b"]),
+        pa.array([True, None, False]),
+        pa.array([1, None, 3], pa.int64()),
+        pa.array([1.5, None, math.nan]),
+        pa.array([datetime.date(2026, 1, 1), None, datetime.date(2026, 1, 2)]),
+        pa.array([1, None, 2], pa.timestamp("us", tz="UTC")),
+        pa.array([b"a", None, b"b"]),
+        pa.array([Decimal("1.5"), None, Decimal("2.5")], pa.decimal128(4, 1)),
+        pa.array(["a", None, "b"]).dictionary_encode(),
+    ],
+    ids=lambda a: str(a.type),
+)
+@pytest.mark.parametrize("op", ["=", "!=", "<", ">="])
+def test_a_comparison_with_null_keeps_no_row_of_any_type(
+    tmp_path: Path, data: pa.Array, op: str
+) -> None:
+    pq.write_table(pa.table({"x": data, "i": range(3)}), tmp_path / "f.parquet")
+    filters = [("x", op, None)]
+    expected = pds.dataset(tmp_path).to_table(filter=pq.filters_to_expression(filters))
+    assert expected.num_rows == 0
+    ds = zd.dataset(tmp_path)
+    cases: list[tuple[Any, list[int]]] = [
+        (filters, []),
+        (pq.filters_to_expression(filters), []),
+        ([[("x", op, None)], [("i", "=", 1)]], [1]),
+    ]
+    for case, ids in cases:
+        assert ds.to_table(filter=case)["i"].to_pylist() == ids
+        assert ds.count_rows(filter=case) == len(ids)
+    assert zp.read_table(tmp_path / "f.parquet", filters=filters).num_rows == 0
+
+
+@pytest.mark.parametrize(
     ("data", "filters"),
     [
         (pa.array(["1", "05", "10"]), [("x", "<", 10)]),
@@ -523,6 +610,71 @@ def test_a_hostile_bloom_filter_is_never_a_crash(tmp_path: Path) -> None:
         got = ds.to_reader(filter=[("x", "=", 5)]).read_all()
         assert got["x"].to_pylist() == [5]
         assert ds.to_table(filter=[("x", "=", 5)])["x"].to_pylist() == [5]
+
+
+def _bloom_filtered(tmp_path: Path) -> tuple[Path, int, int, bytearray]:
+    """A file of ids 0-199 with a bloom filter on id: its path, the filter's offset and
+    length, and the file's bytes."""
+    path = tmp_path / "f.parquet"
+    zp.write_table(
+        pa.table({"id": pa.array(range(200), pa.int64())}), path, bloom_filter_options={"id": True}
+    )
+    column = pq.read_metadata(path).row_group(0).column(0)
+    offset, length = column.bloom_filter_offset, column.bloom_filter_length
+    assert offset is not None and length is not None
+    return path, offset, length, bytearray(path.read_bytes())
+
+
+def _every_id_is_found(path: Path) -> None:
+    """Each id's filter finds its row, as pyarrow finds it without bloom filters."""
+    ds = zd.dataset([path])
+    plain = pds.dataset(path)
+    for i in range(200):
+        want = plain.count_rows(filter=pc.field("id") == i)
+        assert ds.count_rows(filter=[("id", "=", i)]) == want == 1, i
+        assert ds.to_table(filter=[("id", "in", [i, -1])]).num_rows == 1, i
+
+
+def test_a_bloom_filter_whose_header_and_bitset_disagree_prunes_nothing(tmp_path: Path) -> None:
+    path, offset, length, raw = _bloom_filtered(tmp_path)
+    header = bytes(raw[offset : offset + length])
+    # Field 1, num_bytes: 0x15 and the zigzag varint of the bitset's length, ending at `end`.
+    assert header[0] == 0x15
+    end = 1 + next(i for i, b in enumerate(header[1:]) if not b & 0x80) + 1
+    # The header now claims 2**30 bytes, in a 5-byte varint: the 3 bytes more are taken from the
+    # bitset's end, so the footer's length still holds header and bitset, and what is left of
+    # the bitset (not a whole number of 32-byte blocks) would hash values into other blocks.
+    claimed = b"\x15" + _varint(2 * 2**30, 5)
+    grown = claimed + header[end:]
+    extra = len(grown) - len(header)
+    assert extra > 0
+    raw[offset : offset + length] = grown[: len(header)]
+    path.write_bytes(bytes(raw))
+    _every_id_is_found(path)
+
+
+@pytest.mark.parametrize("damage", ["bitset zeroed", "bitset truncated", "num_bytes zeroed"])
+def test_a_damaged_bloom_filter_prunes_nothing(tmp_path: Path, damage: str) -> None:
+    path, offset, length, raw = _bloom_filtered(tmp_path)
+    header = bytes(raw[offset : offset + length])
+    bitset_bytes = 1 << (length.bit_length() - 1)  # the bitset is a power of two
+    header_len = length - bitset_bytes
+    assert header_len > 0 and header[0] == 0x15
+    if damage == "bitset zeroed":
+        raw[offset + header_len : offset + length] = bytes(bitset_bytes)
+    elif damage == "bitset truncated":
+        # The footer's length cut by 32 bytes: the header still claims the whole bitset.
+        width = max(1, (2 * length).bit_length() + 6) // 7
+        old = b"\x15" + _varint(2 * length, width)
+        at = raw.rfind(old)
+        assert at > 0
+        raw[at : at + len(old)] = b"\x15" + _varint(2 * (length - 32), width)
+    else:
+        # num_bytes 0, in the varint's own width (padded), in front of the whole bitset.
+        width = next(i for i, b in enumerate(header[1:]) if not b & 0x80) + 1
+        raw[offset + 1 : offset + 1 + width] = _varint(0, width)
+    path.write_bytes(bytes(raw))
+    _every_id_is_found(path)
 
 
 def test_files_are_read_in_pyarrows_order(tmp_path: Path) -> None:

@@ -54,7 +54,9 @@ def read_back(base: Path, fmt: str, schema: pa.Schema) -> pa.Table:
 @pytest.mark.parametrize("key", sorted(KEYS))
 def test_every_key_type_round_trips_through_pyarrow(key: str, fmt: str, tmp_path: Path) -> None:
     t = table(key)
-    files = zd.write_dataset(t, tmp_path, partitioning=["k"], format=fmt)
+    files = zd.write_dataset(
+        t, tmp_path, partitioning=["k"], partitioning_flavor="hive", format=fmt
+    )
     assert sum(f["num_rows"] for f in files) == N
     assert all(Path(f["path"]).exists() and f["size"] > 0 for f in files)
     got = read_back(tmp_path, "parquet" if fmt == "parquet" else "arrow", t.schema)
@@ -74,7 +76,7 @@ def test_every_key_type_round_trips_through_pyarrow(key: str, fmt: str, tmp_path
 def test_polars_reads_the_hive_dataset(fmt: str, tmp_path: Path) -> None:
     pl = pytest.importorskip("polars")
     t = table("string")
-    zd.write_dataset(t, tmp_path, partitioning=["k"], format=fmt)
+    zd.write_dataset(t, tmp_path, partitioning=["k"], partitioning_flavor="hive", format=fmt)
     pattern = str(tmp_path / "**" / ("*.parquet" if fmt == "parquet" else "*.arrow"))
     scan = pl.scan_parquet if fmt == "parquet" else pl.scan_ipc
     got = scan(pattern, hive_partitioning=True).collect().sort("id")
@@ -90,7 +92,7 @@ def test_escaped_values_nulls_and_several_partition_columns(tmp_path: Path) -> N
             "v": [1, 2, 3, 4],
         }
     )
-    files = zd.write_dataset(t, tmp_path, partitioning=["a", "b"])
+    files = zd.write_dataset(t, tmp_path, partitioning=["a", "b"], partitioning_flavor="hive")
     dirs = sorted(str(Path(f["path"]).parent.relative_to(tmp_path)) for f in files)
     assert dirs == [
         "a=__HIVE_DEFAULT_PARTITION__/b=1",
@@ -109,25 +111,45 @@ def test_no_partitioning_one_partition_and_empty_input(tmp_path: Path) -> None:
     assert [Path(f["path"]).name for f in files] == ["part-0.parquet"]
     assert ds.dataset(tmp_path / "flat").to_table().equals(t)
     one = t.filter(pc.equal(t.column("k"), 0))
-    assert len(zd.write_dataset(one, tmp_path / "one", partitioning=["k"])) == 1
-    assert zd.write_dataset(t.slice(0, 0), tmp_path / "empty", partitioning=["k"]) == []
+    assert (
+        len(zd.write_dataset(one, tmp_path / "one", partitioning=["k"], partitioning_flavor="hive"))
+        == 1
+    )
+    assert (
+        zd.write_dataset(
+            t.slice(0, 0), tmp_path / "empty", partitioning=["k"], partitioning_flavor="hive"
+        )
+        == []
+    )
     assert (tmp_path / "empty").is_dir()
 
 
 def test_existing_data_behaviour(tmp_path: Path) -> None:
     t = table("int")
-    zd.write_dataset(t, tmp_path, partitioning=["k"], max_rows_per_file=200)
+    zd.write_dataset(
+        t, tmp_path, partitioning=["k"], partitioning_flavor="hive", max_rows_per_file=200
+    )
     before = sorted(p for p in tmp_path.rglob("*.parquet"))
     assert len(before) > 7
     with pytest.raises(FileExistsError, match="not empty"):
-        zd.write_dataset(t, tmp_path, partitioning=["k"])
+        zd.write_dataset(t, tmp_path, partitioning=["k"], partitioning_flavor="hive")
     small = t.slice(0, 7)
     zd.write_dataset(
-        small, tmp_path, partitioning=["k"], existing_data_behavior="overwrite_or_ignore"
+        small,
+        tmp_path,
+        partitioning=["k"],
+        partitioning_flavor="hive",
+        existing_data_behavior="overwrite_or_ignore",
     )
     assert sorted(tmp_path.rglob("*.parquet")) == before  # part-0 files replaced, others kept
     assert ds.dataset(tmp_path, partitioning="hive").count_rows() < N + 7
-    zd.write_dataset(small, tmp_path, partitioning=["k"], existing_data_behavior="delete_matching")
+    zd.write_dataset(
+        small,
+        tmp_path,
+        partitioning=["k"],
+        partitioning_flavor="hive",
+        existing_data_behavior="delete_matching",
+    )
     assert len(list(tmp_path.rglob("*.parquet"))) == 7
     assert ds.dataset(tmp_path, partitioning="hive").count_rows() == 7
 
@@ -136,7 +158,12 @@ def test_a_stream_is_written_batch_by_batch_within_max_pending_bytes(tmp_path: P
     t = pa.concat_tables([table("int")] * 20)
     reader = pa.RecordBatchReader.from_batches(t.schema, t.to_batches(max_chunksize=1000))
     files = zd.write_dataset(
-        reader, tmp_path, partitioning=["k"], max_pending_bytes=64 << 10, max_open_files=2
+        reader,
+        tmp_path,
+        partitioning=["k"],
+        partitioning_flavor="hive",
+        max_pending_bytes=64 << 10,
+        max_open_files=2,
     )
     assert sum(f["num_rows"] for f in files) == t.num_rows
     assert ds.dataset(tmp_path, partitioning="hive").count_rows() == t.num_rows
@@ -151,7 +178,9 @@ def test_an_input_that_fails_half_way_reports_the_complete_files(tmp_path: Path)
 
     reader = pa.RecordBatchReader.from_batches(t.schema, batches())
     with pytest.raises(Exception, match="the source broke") as info:
-        zd.write_dataset(reader, tmp_path, partitioning=["k"], max_pending_bytes=1)
+        zd.write_dataset(
+            reader, tmp_path, partitioning=["k"], partitioning_flavor="hive", max_pending_bytes=1
+        )
     completed = info.value.completed_files  # type: ignore[attr-defined]
     assert completed == [] or all(Path(f["path"]).exists() for f in completed)
     assert leftovers(tmp_path) == []
@@ -163,7 +192,11 @@ def test_a_partition_that_cannot_be_written_fails_clearly(tmp_path: Path) -> Non
     (tmp_path / "k=0" / "part-0.parquet").mkdir()  # a directory where the file goes
     with pytest.raises(IsADirectoryError, match="k=0") as info:
         zd.write_dataset(
-            t, tmp_path, partitioning=["k"], existing_data_behavior="overwrite_or_ignore"
+            t,
+            tmp_path,
+            partitioning=["k"],
+            partitioning_flavor="hive",
+            existing_data_behavior="overwrite_or_ignore",
         )
     assert len(info.value.completed_files) == 6  # type: ignore[attr-defined]
     assert leftovers(tmp_path) == []
@@ -192,12 +225,24 @@ def test_a_planted_link_is_refused_and_nothing_is_written_outside(
         partitioning = ["k"]
     if behavior == "delete_matching":
         # The partition is replaced: the link is removed, not followed.
-        zd.write_dataset(t, base, partitioning=partitioning, existing_data_behavior=behavior)
+        zd.write_dataset(
+            t,
+            base,
+            partitioning=partitioning,
+            partitioning_flavor="hive",
+            existing_data_behavior=behavior,
+        )
         assert ds.dataset(base, partitioning="hive").to_table().num_rows == 3
         assert not any(p.is_symlink() for p in base.rglob("*"))
     else:
         with pytest.raises(OSError, match="symbolic link is not followed"):
-            zd.write_dataset(t, base, partitioning=partitioning, existing_data_behavior=behavior)
+            zd.write_dataset(
+                t,
+                base,
+                partitioning=partitioning,
+                partitioning_flavor="hive",
+                existing_data_behavior=behavior,
+            )
     # Nothing written, replaced or deleted where the link points.
     assert sorted(p.name for p in outside.iterdir()) == ["keep"]
     assert (outside / "keep").read_text() == "mine"
@@ -208,7 +253,9 @@ def test_a_link_as_base_dir_is_the_callers_and_is_followed(tmp_path: Path) -> No
     real = tmp_path / "real"
     real.mkdir()
     (tmp_path / "link").symlink_to(real)
-    zd.write_dataset(table("int"), tmp_path / "link", partitioning=["k"])
+    zd.write_dataset(
+        table("int"), tmp_path / "link", partitioning=["k"], partitioning_flavor="hive"
+    )
     assert any(real.rglob("*.parquet"))
 
 
@@ -225,7 +272,7 @@ def test_a_read_only_base_dir_fails_clearly(tmp_path: Path) -> None:
         base.chmod(0o555)
     try:
         with pytest.raises(OSError, match="cannot"):
-            zd.write_dataset(table("int"), base, partitioning=["k"])
+            zd.write_dataset(table("int"), base, partitioning=["k"], partitioning_flavor="hive")
     finally:
         if os.geteuid() == 0:
             subprocess.run(["umount", str(base)], check=True)
@@ -236,7 +283,13 @@ def test_a_thousand_partitions_make_about_as_many_contexts_as_threads(tmp_path: 
     for fmt in ("parquet", "ipc"):
         pool = zstdpool.ContextPool()
         files = zd.write_dataset(
-            t, tmp_path / fmt, partitioning=["k"], format=fmt, threads=2, pool=pool
+            t,
+            tmp_path / fmt,
+            partitioning=["k"],
+            partitioning_flavor="hive",
+            format=fmt,
+            threads=2,
+            pool=pool,
         )
         assert len(files) == 1000
         stats = pool.stats()
@@ -247,10 +300,14 @@ def test_partitioning_objects_and_bad_arguments(tmp_path: Path) -> None:
     t = table("int")
     part = ds.partitioning(pa.schema([("k", pa.int32())]), flavor="hive")
     assert len(zd.write_dataset(t, tmp_path / "p", partitioning=part)) == 7
-    with pytest.raises(TypeError, match="Hive"):
-        zd.write_dataset(
-            t, tmp_path / "q", partitioning=ds.partitioning(pa.schema([("k", pa.int32())]))
-        )
+    with pytest.raises(ValueError, match="PartitioningFactory"):
+        zd.write_dataset(t, tmp_path / "q", partitioning=ds.partitioning(field_names=["k"]))
+    with pytest.raises(ValueError, match="partitioning_flavor with a Partitioning"):
+        zd.write_dataset(t, tmp_path / "q", partitioning=part, partitioning_flavor="hive")
+    with pytest.raises(ValueError, match="partitioning_flavor must be"):
+        zd.write_dataset(t, tmp_path / "q", partitioning=["k"], partitioning_flavor="dir")
+    with pytest.raises(TypeError, match="partitioning must be"):
+        zd.write_dataset(t, tmp_path / "q", partitioning="k")
     for kwargs, match in [
         ({"partitioning": ["nope"]}, "nope"),
         ({"partitioning": ["value", "id", "k"]}, "no data"),
@@ -259,13 +316,12 @@ def test_partitioning_objects_and_bad_arguments(tmp_path: Path) -> None:
         ({"basename_template": "part.parquet"}, r"\{i\}"),
         ({"basename_template": "a/{i}.parquet"}, r"\{i\}"),
         ({"max_open_files": 0}, "max_open_files"),
-        ({"max_rows_per_file": 0}, "max_rows_per_file"),
         ({"compression": "lzo"}, "compression must be"),
     ]:
         with pytest.raises(zstdpool.ParameterError, match=match):
             zd.write_dataset(t, tmp_path / "r", **kwargs)
     float_keys = pa.table({"f": [1.5], "v": [1]})
     with pytest.raises(zstdpool.ParameterError, match="double|Float64"):
-        zd.write_dataset(float_keys, tmp_path / "s", partitioning=["f"])
+        zd.write_dataset(float_keys, tmp_path / "s", partitioning=["f"], partitioning_flavor="hive")
     with pytest.raises(TypeError, match="base_dir"):
         zd.write_dataset(t, 3)  # type: ignore[arg-type]

@@ -506,6 +506,7 @@ def test_write_dataset_takes_the_parquet_keywords_as_file_options(tmp_path: Path
         table,
         tmp_path / "d",
         partitioning=["k"],
+        partitioning_flavor="hive",
         level=5,
         file_options={"use_dictionary": False, "column_encoding": {"f": "BYTE_STREAM_SPLIT"}},
     )
@@ -558,6 +559,7 @@ def test_file_options_level_goes_with_write_datasets_codec(tmp_path: Path) -> No
         table,
         tmp_path / "d",
         partitioning=["k"],
+        partitioning_flavor="hive",
         compression="gzip",
         file_options={"compression_level": 9},
     )

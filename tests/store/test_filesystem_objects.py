@@ -130,7 +130,9 @@ def test_every_writer_and_reader_takes_a_filesystem(pair: str, how: str, mem: An
 def test_datasets_on_a_filesystem_object_read_back_in_pyarrow(mem: Any) -> None:
     fs, root = mem
     t = table(3000, 5)
-    written = zd.write_dataset(t, f"{root}/ds", partitioning=["part"], filesystem=fs)
+    written = zd.write_dataset(
+        t, f"{root}/ds", partitioning=["part"], partitioning_flavor="hive", filesystem=fs
+    )
     assert sorted(f["path"] for f in written) == sorted(f"{root}/{k}" for k in files(fs, root))
     assert len(written) == 5
     pa_fs = pafs.PyFileSystem(pafs.FSSpecHandler(fs))
@@ -153,15 +155,20 @@ def test_datasets_on_a_filesystem_object_read_back_in_pyarrow(mem: Any) -> None:
 def test_existing_data_behaviors_on_a_filesystem_object(mem: Any) -> None:
     fs, root = mem
     t = table(300, 3)
-    zd.write_dataset(t, f"{root}/ds", partitioning=["part"], filesystem=fs)
+    zd.write_dataset(
+        t, f"{root}/ds", partitioning=["part"], partitioning_flavor="hive", filesystem=fs
+    )
     with pytest.raises(FileExistsError):
-        zd.write_dataset(t, f"{root}/ds", partitioning=["part"], filesystem=fs)
+        zd.write_dataset(
+            t, f"{root}/ds", partitioning=["part"], partitioning_flavor="hive", filesystem=fs
+        )
     fs.pipe(f"{root}/ds/part=1/stale.parquet", b"old")
     fs.pipe(f"{root}/ds/part=9/kept.parquet", b"other")
     zd.write_dataset(
         t.filter(pc.equal(t["part"], 1)),
         f"{root}/ds",
         partitioning=["part"],
+        partitioning_flavor="hive",
         filesystem=fs,
         existing_data_behavior="delete_matching",
     )
@@ -214,7 +221,12 @@ def test_a_failing_filesystem_leaves_only_completed_files(mem: Any) -> None:
     failing = pafs.PyFileSystem(_FailingHandler(fs, "part=3"))
     with pytest.raises(OSError, match="No space left on device") as raised:
         zd.write_dataset(
-            table(3000, 5), f"{root}/ds", partitioning=["part"], filesystem=failing, pool=pool
+            table(3000, 5),
+            f"{root}/ds",
+            partitioning=["part"],
+            partitioning_flavor="hive",
+            filesystem=failing,
+            pool=pool,
         )
     completed = sorted(f["path"] for f in raised.value.completed_files)  # type: ignore[attr-defined]
     assert completed == [f"{root}/{k}" for k in files(fs, root)]
@@ -246,7 +258,13 @@ def test_files_of_a_dataset_go_to_a_filesystem_object_several_at_once(mem: Any) 
             return super().open_output_stream(path, metadata)
 
     data = pa.table({"k": [i % 24 for i in range(2400)], "v": list(range(2400))})
-    zd.write_dataset(data, f"{root}/ds", partitioning=["k"], filesystem=pafs.PyFileSystem(Slow(fs)))
+    zd.write_dataset(
+        data,
+        f"{root}/ds",
+        partitioning=["k"],
+        partitioning_flavor="hive",
+        filesystem=pafs.PyFileSystem(Slow(fs)),
+    )
     assert len(files(fs, root)) == 24
     # The store's bound is 8 files at once; the runtime's two workers alone gave 2.
     assert active[1] > 2, active
@@ -286,7 +304,9 @@ def test_s3_filesystem_objects_through_their_own_api(
 ) -> None:
     s3 = pyarrow_fs(moto.endpoint)
     t = table(2000, 4)
-    written = zd.write_dataset(t, f"{bucket}/ds", partitioning=["part"], filesystem=s3)
+    written = zd.write_dataset(
+        t, f"{bucket}/ds", partitioning=["part"], partitioning_flavor="hive", filesystem=s3
+    )
     assert sorted(f["path"] for f in written) == [
         f"{bucket}/{k}" for k in keys(moto.endpoint, bucket) if k.endswith(".parquet")
     ]

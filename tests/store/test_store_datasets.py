@@ -71,7 +71,12 @@ def test_written_datasets_read_back_in_pyarrow_polars_and_zstdpool(
     t = table()
     opts = storage_options(moto.endpoint)
     written = zd.write_dataset(
-        t, f"s3://{bucket}/data", partitioning=["part"], format=fmt, storage_options=opts
+        t,
+        f"s3://{bucket}/data",
+        partitioning=["part"],
+        partitioning_flavor="hive",
+        format=fmt,
+        storage_options=opts,
     )
     listed = keys(moto.endpoint, bucket)
     assert sorted(f["path"] for f in written) == [f"{bucket}/{k}" for k in listed]
@@ -140,13 +145,22 @@ def test_what_pyarrow_writes_reads_as_pyarrow_reads_it(moto: MotoServer, bucket:
 def test_existing_data_behaviors_list_and_delete_keys(moto: MotoServer, bucket: str) -> None:
     opts = storage_options(moto.endpoint)
     url = f"s3://{bucket}/d"
-    zd.write_dataset(table(100, 4), url, partitioning=["part"], storage_options=opts)
+    zd.write_dataset(
+        table(100, 4), url, partitioning=["part"], partitioning_flavor="hive", storage_options=opts
+    )
     with pytest.raises(FileExistsError, match=f"s3://{bucket}/d.*existing_data_behavior"):
-        zd.write_dataset(table(100, 4), url, partitioning=["part"], storage_options=opts)
+        zd.write_dataset(
+            table(100, 4),
+            url,
+            partitioning=["part"],
+            partitioning_flavor="hive",
+            storage_options=opts,
+        )
     zd.write_dataset(
         table(100, 4).slice(0, 1),
         url,
         partitioning=["part"],
+        partitioning_flavor="hive",
         basename_template="new-{i}.parquet",
         existing_data_behavior="delete_matching",
         storage_options=opts,
@@ -161,6 +175,7 @@ def test_existing_data_behaviors_list_and_delete_keys(moto: MotoServer, bucket: 
         table(100, 4).slice(1, 1),
         url,
         partitioning=["part"],
+        partitioning_flavor="hive",
         basename_template="more-{i}.parquet",
         existing_data_behavior="overwrite_or_ignore",
         storage_options=opts,
@@ -197,7 +212,11 @@ def test_server_errors_are_retried(moto: MotoServer, bucket: str, proxy: Proxy) 
     proxy.fail(5, method="PUT", status=503)
     opts = storage_options(proxy.endpoint, retry_timeout="20s")
     written = zd.write_dataset(
-        table(), f"s3://{bucket}/r", partitioning=["part"], storage_options=opts
+        table(),
+        f"s3://{bucket}/r",
+        partitioning=["part"],
+        partitioning_flavor="hive",
+        storage_options=opts,
     )
     assert len(written) == 10
     assert len(keys(moto.endpoint, bucket)) == 10
@@ -209,6 +228,7 @@ def test_server_errors_are_retried(moto: MotoServer, bucket: str, proxy: Proxy) 
         table(),
         f"s3://{bucket}/dropped",
         partitioning=["part"],
+        partitioning_flavor="hive",
         storage_options=opts,
     )
     assert len(written) == 10
@@ -224,7 +244,12 @@ def test_failed_uploads_leave_only_completed_files(
     opts = storage_options(proxy.endpoint, max_retries=0, max_in_flight=2)
     with pytest.raises(OSError, match=f"cannot write s3://{bucket}/f/part=") as raised:
         zd.write_dataset(
-            table(), f"s3://{bucket}/f", partitioning=["part"], storage_options=opts, pool=pool
+            table(),
+            f"s3://{bucket}/f",
+            partitioning=["part"],
+            partitioning_flavor="hive",
+            storage_options=opts,
+            pool=pool,
         )
     completed = sorted(f["path"] for f in raised.value.completed_files)  # type: ignore[attr-defined]
     assert completed == [f"{bucket}/{k}" for k in keys(moto.endpoint, bucket)]
@@ -251,6 +276,7 @@ def test_a_stopped_server_gives_a_clear_error(bucket: str) -> None:
                 reader,
                 f"s3://{bucket}/gone",
                 partitioning=["part"],
+                partitioning_flavor="hive",
                 storage_options=opts,
                 max_pending_bytes=1,
             )
@@ -296,6 +322,7 @@ def test_local_filesystems_are_local_paths(tmp_path: object) -> None:
         t,
         "ds",
         partitioning=["part"],
+        partitioning_flavor="hive",
         filesystem=pafs.SubTreeFileSystem(base, pafs.LocalFileSystem()),
     )
     assert by_id(zd.dataset(os.path.join(base, "ds")).to_table()).equals(by_id(t))

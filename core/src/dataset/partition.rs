@@ -1,6 +1,8 @@
-//! Splitting batches by the values of their partition columns, and naming each partition's
-//! directory as Hive does (`key=value/`, values escaped as pyarrow escapes them, nulls as
-//! `__HIVE_DEFAULT_PARTITION__`). Rows keep their order within a partition.
+//! Splitting batches by the values of their partition columns, and naming each partition as
+//! its flavor does: Hive directories (`key=value/`, nulls as `__HIVE_DEFAULT_PARTITION__`),
+//! directories of values alone (`2026/12/`), or a file name prefix (`2026_12_`). Values are
+//! escaped as pyarrow's Hive partitioning escapes them in every flavor, so that no value can
+//! name another directory. Rows keep their order within a partition.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,8 +20,23 @@ use crate::error::{Error, Result};
 /// What a null partition value is called in a path, as in Hive and pyarrow.
 pub const NULL_PARTITION: &str = "__HIVE_DEFAULT_PARTITION__";
 
+/// How a partition's values name its files, as pyarrow's `partitioning_flavor`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Flavor {
+    /// `key=value/` directories.
+    #[default]
+    Hive,
+    /// A directory per value, `value/`, in the columns' order (pyarrow's flavor None). A null
+    /// is left out, so only trailing values may be null.
+    Directory,
+    /// The values as a file name prefix, `value_value_` (the files stay in the base
+    /// directory). A null is left out, as for directories.
+    Filename,
+}
+
 /// Splits batches of one schema by its partition columns.
 pub struct Partitioner {
+    flavor: Flavor,
     keys: Vec<usize>,
     names: Vec<String>,
     /// The columns the files hold: all but the partition columns (their values are in the
@@ -159,7 +176,7 @@ impl Partitioner {
     /// A partitioner of `schema` by the columns `names`, which must exist and be of a type
     /// Hive partitioning can name (integers, strings, dates, booleans, or a dictionary of
     /// them), each named once.
-    pub fn try_new(schema: &Schema, names: &[String]) -> Result<Self> {
+    pub fn try_new(schema: &Schema, names: &[String], flavor: Flavor) -> Result<Self> {
         let mut keys = Vec::with_capacity(names.len());
         for name in names {
             let i = schema.index_of(name).map_err(|_| {
@@ -202,6 +219,7 @@ impl Partitioner {
                 .collect(),
         )?;
         Ok(Partitioner {
+            flavor,
             keys,
             names: names.to_vec(),
             values,
@@ -243,19 +261,7 @@ impl Partitioner {
         let mut parts = Vec::with_capacity(members.len());
         for rows in members {
             let first = rows[0] as usize;
-            let mut dir = String::new();
-            for (k, (key, formatter)) in keys.iter().zip(&formatters).enumerate() {
-                if k > 0 {
-                    dir.push('/');
-                }
-                dir.push_str(&escape(&self.names[k]));
-                dir.push('=');
-                if key.is_null(first) {
-                    dir.push_str(NULL_PARTITION);
-                } else {
-                    dir.push_str(&escape(&formatter.value(first).to_string()));
-                }
-            }
+            let dir = self.name(&keys, &formatters, first)?;
             let batch = if rows.len() == batch.num_rows() {
                 RecordBatch::try_new(self.file_schema.clone(), values.clone())?
             } else {
@@ -269,6 +275,93 @@ impl Partitioner {
             parts.push(Part { dir, batch });
         }
         Ok(parts)
+    }
+}
+
+impl Partitioner {
+    /// What row `row`'s partition is called: its directory (Hive, Directory), or its file
+    /// name prefix (Filename).
+    fn name(
+        &self,
+        keys: &[ArrayRef],
+        formatters: &[ArrayFormatter<'_>],
+        row: usize,
+    ) -> Result<String> {
+        let mut name = String::new();
+        let mut first_null: Option<usize> = None;
+        for (k, (key, formatter)) in keys.iter().zip(formatters).enumerate() {
+            let value = (!key.is_null(row)).then(|| formatter.value(row).to_string());
+            if self.flavor == Flavor::Hive {
+                if k > 0 {
+                    name.push('/');
+                }
+                name.push_str(&escape(&self.names[k]));
+                name.push('=');
+                match &value {
+                    None => name.push_str(NULL_PARTITION),
+                    Some(v) => name.push_str(&escape(v)),
+                }
+                continue;
+            }
+            let Some(value) = value else {
+                first_null.get_or_insert(k);
+                continue;
+            };
+            if let Some(null) = first_null {
+                return Err(Error::Parameter(format!(
+                    "partitioning: column {:?} is null where the later partition column {:?} \
+                     is not; {} partitioning leaves a null out, so only the last columns may \
+                     be null (the \"hive\" flavor names nulls)",
+                    self.names[null],
+                    self.names[k],
+                    self.flavor_name()
+                )));
+            }
+            if value.is_empty() {
+                return Err(Error::Parameter(format!(
+                    "partitioning: column {:?} holds an empty string, which {} partitioning \
+                     cannot name (the \"hive\" flavor can)",
+                    self.names[k],
+                    self.flavor_name()
+                )));
+            }
+            match self.flavor {
+                Flavor::Directory => {
+                    if !name.is_empty() {
+                        name.push('/');
+                    }
+                    name.push_str(&escape_segment(&value));
+                }
+                _ => {
+                    name.push_str(&escape_segment(&value).replace('_', "%5F"));
+                    name.push('_');
+                }
+            }
+        }
+        Ok(name)
+    }
+
+    fn flavor_name(&self) -> &'static str {
+        match self.flavor {
+            Flavor::Hive => "hive",
+            Flavor::Directory => "directory",
+            Flavor::Filename => "filename",
+        }
+    }
+
+    /// The flavor partitions are named in.
+    pub fn flavor(&self) -> Flavor {
+        self.flavor
+    }
+}
+
+/// `value` escaped as a path segment of its own: as [`escape`], and `.` and `..` (which
+/// would name the directory itself or its parent) escaped whole.
+fn escape_segment(value: &str) -> String {
+    match value {
+        "." => "%2E".into(),
+        ".." => "%2E%2E".into(),
+        v => escape(v),
     }
 }
 
@@ -332,7 +425,7 @@ mod tests {
             Field::new("k", key.data_type().clone(), true),
             Field::new("v", DataType::Int32, true),
         ]);
-        let p = Partitioner::try_new(&schema, &["k".into()]).unwrap();
+        let p = Partitioner::try_new(&schema, &["k".into()], Flavor::Hive).unwrap();
         let hashed = p
             .hashed_groups(std::slice::from_ref(key), key.len())
             .unwrap();
@@ -402,7 +495,7 @@ mod tests {
             ],
         )
         .unwrap();
-        let p = Partitioner::try_new(&schema, &["k".into(), "n".into()]).unwrap();
+        let p = Partitioner::try_new(&schema, &["k".into(), "n".into()], Flavor::Hive).unwrap();
         let parts = p.split(&batch).unwrap();
         let dirs: Vec<&str> = parts.iter().map(|p| p.dir.as_str()).collect();
         assert_eq!(
@@ -421,13 +514,13 @@ mod tests {
             .unwrap();
         assert_eq!(v.values(), &[10, 40]);
         assert_eq!(parts[0].batch.schema().fields().len(), 1);
-        assert!(Partitioner::try_new(&schema, &["nope".into()]).is_err());
-        assert!(Partitioner::try_new(&schema, &["k".into(), "k".into()]).is_err());
+        assert!(Partitioner::try_new(&schema, &["nope".into()], Flavor::Hive).is_err());
+        assert!(Partitioner::try_new(&schema, &["k".into(), "k".into()], Flavor::Hive).is_err());
         let floats = Schema::new(vec![
             Field::new("f", DataType::Float64, false),
             Field::new("s", DataType::Utf8, false),
         ]);
-        let err = Partitioner::try_new(&floats, &["f".into()])
+        let err = Partitioner::try_new(&floats, &["f".into()], Flavor::Hive)
             .err()
             .unwrap()
             .to_string();

@@ -100,10 +100,13 @@ fn ipc_files_rows_per_file_and_existing_data() {
     let dir = tempdir("ipc");
     let options = || DatasetOptions {
         partitioning: vec!["key".into(), "tag".into()],
-        format: FileFormat::Ipc(WriterOptions {
-            compression: Compression::Zstd(crate::context::CompressParams::level(3)),
-            ..Default::default()
-        }),
+        format: FileFormat::Ipc {
+            options: WriterOptions {
+                compression: Compression::Zstd(crate::context::CompressParams::level(3)),
+                ..Default::default()
+            },
+            feather: false,
+        },
         max_rows_per_file: Some(40),
         ..Default::default()
     };

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use super::partition::{Part, Partitioner};
+use super::partition::{Flavor, Part, Partitioner};
 use crate::batch_schema::check_schema;
 use crate::error::{catch_panics, path_error, Error, Result};
 use crate::ipc::{Compression, IpcFormat, IpcWriter, WriterOptions};
@@ -27,7 +27,12 @@ use crate::store::{ObjectWriter, Store, Upload};
 pub enum FileFormat {
     Parquet(Box<WriteOptions>),
     /// Arrow IPC files (Feather v2); the options' format is taken as the file format.
-    Ipc(WriterOptions),
+    /// `feather` names them `.feather`, as pyarrow names the files of `format="feather"`,
+    /// else `.arrow`.
+    Ipc {
+        options: WriterOptions,
+        feather: bool,
+    },
 }
 
 impl FileFormat {
@@ -38,13 +43,15 @@ impl FileFormat {
         enum Named {
             Parquet,
             Ipc,
+            Feather,
         }
         let named = crate::params::choice(
             "format",
             &name.to_ascii_lowercase(),
             &[
                 (&["parquet"], Named::Parquet),
-                (&["ipc", "arrow", "feather"], Named::Ipc),
+                (&["ipc", "arrow"], Named::Ipc),
+                (&["feather"], Named::Feather),
             ],
             false,
         )?;
@@ -53,10 +60,13 @@ impl FileFormat {
                 compression: PerColumn::all(PageCodec::from_name(compression, level)?),
                 ..Default::default()
             })),
-            Named::Ipc => FileFormat::Ipc(WriterOptions {
-                compression: Compression::from_name(compression, level)?,
-                ..Default::default()
-            }),
+            Named::Ipc | Named::Feather => FileFormat::Ipc {
+                options: WriterOptions {
+                    compression: Compression::from_name(compression, level)?,
+                    ..Default::default()
+                },
+                feather: matches!(named, Named::Feather),
+            },
         })
     }
 
@@ -64,7 +74,8 @@ impl FileFormat {
     pub fn extension(&self) -> &'static str {
         match self {
             FileFormat::Parquet(_) => "parquet",
-            FileFormat::Ipc(_) => "arrow",
+            FileFormat::Ipc { feather: true, .. } => "feather",
+            FileFormat::Ipc { feather: false, .. } => "arrow",
         }
     }
 }
@@ -101,16 +112,26 @@ impl ExistingData {
 /// How a dataset is written.
 #[derive(Clone, Debug)]
 pub struct DatasetOptions {
-    /// The partition columns, outermost first (Hive directories `name=value/`).
+    /// The partition columns, outermost first.
     pub partitioning: Vec<String>,
+    /// How their values name the files: Hive directories `name=value/` by default.
+    pub flavor: Flavor,
     pub format: FileFormat,
     /// File names, with `{i}` counting from 0 in each directory (`part-{i}.parquet`).
     pub basename_template: Option<String>,
     pub existing_data: ExistingData,
     /// Files kept open at once; beyond, the least recently written is completed.
     pub max_open_files: usize,
+    /// Partitions one batch may be split into (pyarrow's `max_partitions`); None: any number.
+    pub max_partitions: Option<usize>,
     /// Rows per file; a partition with more is written as several files.
     pub max_rows_per_file: Option<usize>,
+    /// Rows a row group (Parquet) or record batch (IPC) is given at least, but for a file's
+    /// last: rows are held until that many wait, as pyarrow's `min_rows_per_group`.
+    pub min_rows_per_group: usize,
+    /// Rows a row group or record batch holds at most (pyarrow's `max_rows_per_group`); None
+    /// keeps the Parquet options' `row_group_size` and writes IPC batches as they come.
+    pub max_rows_per_group: Option<usize>,
     /// Bytes of rows waiting for their files; beyond, every partition's rows are written out.
     pub max_pending_bytes: usize,
     /// Files written at once; None chooses by size.
@@ -122,11 +143,15 @@ impl Default for DatasetOptions {
     fn default() -> Self {
         DatasetOptions {
             partitioning: Vec::new(),
+            flavor: Flavor::Hive,
             format: FileFormat::Parquet(Box::default()),
             basename_template: None,
             existing_data: ExistingData::Error,
             max_open_files: 1024,
+            max_partitions: None,
             max_rows_per_file: None,
+            min_rows_per_group: 0,
+            max_rows_per_group: None,
             max_pending_bytes: 256 << 20,
             threads: None,
             durability: Durability::Rename,
@@ -225,7 +250,18 @@ enum OpenFile {
         sink: FileSink,
         scratch: Vec<u8>,
         path: PathBuf,
+        /// Rows held until `min_rows_per_group` of them wait, and their count.
+        held: Vec<RecordBatch>,
+        held_rows: usize,
     },
+}
+
+/// The rows of each row group or record batch: at least `min` (but for a file's last), at
+/// most `max`.
+#[derive(Clone, Copy, Debug)]
+struct GroupRows {
+    min: usize,
+    max: Option<usize>,
 }
 
 impl OpenFile {
@@ -235,6 +271,7 @@ impl OpenFile {
         path: PathBuf,
         schema: &SchemaRef,
         format: &FileFormat,
+        groups: GroupRows,
         pool: &ContextPool,
     ) -> Result<OpenFile> {
         Ok(match format {
@@ -242,6 +279,7 @@ impl OpenFile {
                 // Files are written in parallel; each file's columns on its own thread.
                 let options = WriteOptions {
                     threads: Some(1),
+                    row_group_size: groups.max.unwrap_or(options.row_group_size),
                     ..options.as_ref().clone()
                 };
                 OpenFile::Parquet(
@@ -249,7 +287,7 @@ impl OpenFile {
                     path,
                 )
             }
-            FileFormat::Ipc(options) => {
+            FileFormat::Ipc { options, .. } => {
                 let options = WriterOptions {
                     format: IpcFormat::File,
                     threads: Some(1),
@@ -260,6 +298,8 @@ impl OpenFile {
                     sink,
                     scratch: Vec::new(),
                     path,
+                    held: Vec::new(),
+                    held_rows: 0,
                 }
             }
         })
@@ -268,41 +308,87 @@ impl OpenFile {
     fn rows(&self) -> u64 {
         match self {
             OpenFile::Parquet(w, _) => w.rows_written() + w.pending_rows() as u64,
-            OpenFile::Ipc { writer, .. } => writer.num_rows(),
+            OpenFile::Ipc {
+                writer, held_rows, ..
+            } => writer.num_rows() + *held_rows as u64,
         }
     }
 
-    /// Writes `batch` out (not buffered), giving the contexts back after.
-    fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+    /// Takes `batch`: a Parquet writer buffers it into row groups of its size; IPC rows are
+    /// held until `groups.min` of them wait, then written in batches of at most `groups.max`.
+    fn write(&mut self, batch: &RecordBatch, groups: GroupRows) -> Result<()> {
         match self {
             OpenFile::Parquet(w, _) => w.write(batch),
             OpenFile::Ipc {
-                writer,
-                sink,
-                scratch,
-                ..
+                held, held_rows, ..
             } => {
-                scratch.clear();
-                writer.write(batch, scratch)?;
-                std::io::Write::write_all(sink, scratch)?;
+                held.push(batch.clone());
+                *held_rows += batch.num_rows();
+                if *held_rows >= groups.min.max(1) {
+                    self.write_held(groups)?;
+                }
                 Ok(())
             }
         }
     }
 
-    /// Hands what is buffered to the file and lets go of pooled contexts, keeping it open.
-    fn pause(&mut self) -> Result<()> {
+    /// Writes the IPC rows held, as batches of at most `groups.max` rows.
+    fn write_held(&mut self, groups: GroupRows) -> Result<()> {
+        let OpenFile::Ipc {
+            writer,
+            sink,
+            scratch,
+            held,
+            held_rows,
+            ..
+        } = self
+        else {
+            return Ok(());
+        };
+        if *held_rows == 0 {
+            return Ok(());
+        }
+        let taken = std::mem::take(held);
+        *held_rows = 0;
+        let whole = match taken.as_slice() {
+            [one] => one.clone(),
+            _ => arrow_select::concat::concat_batches(taken[0].schema_ref(), &taken)?,
+        };
+        let step = groups.max.unwrap_or(usize::MAX).max(1);
+        let mut start = 0;
+        while start < whole.num_rows() {
+            let n = step.min(whole.num_rows() - start);
+            scratch.clear();
+            writer.write(&whole.slice(start, n), scratch)?;
+            std::io::Write::write_all(sink, scratch)?;
+            start += n;
+        }
+        Ok(())
+    }
+
+    /// Hands what is buffered to the file and lets go of pooled contexts, keeping it open;
+    /// fewer than `groups.min` rows stay buffered, to join the next rows.
+    fn pause(&mut self, groups: GroupRows) -> Result<()> {
         match self {
-            OpenFile::Parquet(w, _) => w.flush(),
-            OpenFile::Ipc { writer, .. } => {
-                writer.release_context();
+            OpenFile::Parquet(w, _) => match w.pending_rows() >= groups.min {
+                true => w.flush(),
+                false => Ok(()),
+            },
+            OpenFile::Ipc { held_rows, .. } => {
+                if *held_rows >= groups.min.max(1) {
+                    self.write_held(groups)?;
+                }
+                if let OpenFile::Ipc { writer, .. } = self {
+                    writer.release_context();
+                }
                 Ok(())
             }
         }
     }
 
     /// Completes the file: renames it into place, or starts its upload.
-    fn finish(self) -> Result<Finished> {
+    fn finish(mut self, groups: GroupRows) -> Result<Finished> {
+        self.write_held(groups)?;
         let rows = self.rows();
         let (sink, path) = match self {
             OpenFile::Parquet(mut w, path) => (w.finish()?, path),
@@ -311,6 +397,7 @@ impl OpenFile {
                 mut sink,
                 mut scratch,
                 path,
+                ..
             } => {
                 scratch.clear();
                 writer.finish(&mut scratch)?;
@@ -385,7 +472,18 @@ impl DatasetWriter {
         options: DatasetOptions,
         pool: &ContextPool,
     ) -> Result<Self> {
-        let partitioner = Partitioner::try_new(&schema, &options.partitioning)?;
+        let partitioner = Partitioner::try_new(&schema, &options.partitioning, options.flavor)?;
+        if options.flavor == Flavor::Filename
+            && options.existing_data == ExistingData::DeleteMatching
+            && !options.partitioning.is_empty()
+        {
+            return Err(Error::Parameter(
+                "existing_data_behavior=\"delete_matching\" empties the partition directories \
+                 written, and filename partitioning writes none; use \"overwrite_or_ignore\" \
+                 or another flavor"
+                    .into(),
+            ));
+        }
         let template = options
             .basename_template
             .clone()
@@ -410,6 +508,20 @@ impl DatasetWriter {
             return Err(Error::Parameter(
                 "max_rows_per_file must be at least 1 row".into(),
             ));
+        }
+        if options.max_rows_per_group == Some(0) {
+            return Err(Error::Parameter(
+                "max_rows_per_group must be at least 1 row".into(),
+            ));
+        }
+        if let Some(max) = options.max_rows_per_group {
+            if options.min_rows_per_group > max {
+                return Err(Error::Parameter(format!(
+                    "min_rows_per_group ({}) must be less than or equal to max_rows_per_group \
+                     ({max})",
+                    options.min_rows_per_group
+                )));
+            }
         }
         let target = match destination {
             Destination::Local(base) => Self::prepare_local(base, options.existing_data)?,
@@ -496,6 +608,12 @@ impl DatasetWriter {
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
         check_schema(&self.schema, batch.schema_ref()).map_err(Error::Parameter)?;
         let parts = catch_panics("partitioning a batch", || self.partitioner.split(batch))?;
+        if let Some(max) = self.options.max_partitions.filter(|&max| parts.len() > max) {
+            return Err(Error::Parameter(format!(
+                "a batch would be written into {} partitions, more than max_partitions ({max})",
+                parts.len()
+            )));
+        }
         for Part { dir, batch } in parts {
             let bytes = batch.get_array_memory_size();
             let p = self.partitions.entry(dir).or_default();
@@ -584,6 +702,7 @@ impl DatasetWriter {
             .map(|(d, _)| d.clone())
             .collect();
         for dir in &dirs {
+            let (dir, _) = self.place(dir);
             self.prepare(dir)?;
         }
         let tasks: Vec<Task> = dirs
@@ -685,6 +804,22 @@ impl DatasetWriter {
         }
     }
 
+    fn groups(&self) -> GroupRows {
+        GroupRows {
+            min: self.options.min_rows_per_group,
+            max: self.options.max_rows_per_group,
+        }
+    }
+
+    /// Where a partition's files go: its directory below the base, and the prefix of their
+    /// names (a filename-partitioned dataset's partitions are prefixes, in the base).
+    fn place<'a>(&self, partition: &'a str) -> (&'a str, &'a str) {
+        match self.partitioner.flavor() {
+            Flavor::Filename => ("", partition),
+            _ => (partition, ""),
+        }
+    }
+
     fn file_name(&self, index: usize) -> String {
         format!("{}{index}{}", self.template.0, self.template.1)
     }
@@ -739,14 +874,16 @@ impl DatasetWriter {
                 let mut rest = batch;
                 while rest.num_rows() > 0 {
                     if state.file.is_none() {
-                        let name = self.file_name(state.next_index);
+                        let (dir, prefix) = self.place(&task.dir);
+                        let name = format!("{prefix}{}", self.file_name(state.next_index));
                         state.next_index += 1;
-                        let (sink, path) = self.create_file(&task.dir, &name)?;
+                        let (sink, path) = self.create_file(dir, &name)?;
                         state.file = Some(OpenFile::create(
                             sink,
                             path,
                             self.partitioner.file_schema(),
                             &self.options.format,
+                            self.groups(),
                             &self.pool,
                         )?);
                     }
@@ -756,17 +893,17 @@ impl DatasetWriter {
                         .max_rows_per_file
                         .map_or(usize::MAX, |max| max.saturating_sub(file.rows() as usize));
                     let n = rest.num_rows().min(room);
-                    file.write(&rest.slice(0, n))?;
+                    file.write(&rest.slice(0, n), self.groups())?;
                     rest = rest.slice(n, rest.num_rows() - n);
                     if room == n && self.options.max_rows_per_file.is_some() {
-                        done.push(state.file.take().expect("open").finish()?);
+                        done.push(state.file.take().expect("open").finish(self.groups())?);
                     }
                 }
             }
             match state.file.take() {
-                Some(file) if close => done.push(file.finish()?),
+                Some(file) if close => done.push(file.finish(self.groups())?),
                 Some(mut file) => {
-                    file.pause()?;
+                    file.pause(self.groups())?;
                     state.file = Some(file);
                 }
                 None => {}
@@ -798,7 +935,7 @@ impl DatasetWriter {
         for (_, dir) in open.into_iter().take(excess) {
             let file = self.partitions.get_mut(&dir).and_then(|p| p.file.take());
             if let Some(file) = file {
-                let finished = file.finish()?;
+                let finished = file.finish(self.groups())?;
                 self.completed(finished);
             }
         }

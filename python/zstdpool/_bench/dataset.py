@@ -97,7 +97,7 @@ def _zstdpool(case: DatasetCase) -> Callable[[ExitStack], Timed]:
                 table,
                 out,
                 partitioning=["partition_key"],
-                format=case.format,  # type: ignore[arg-type]
+                format=case.format,
                 level=LEVEL,
             ),
         )
@@ -164,7 +164,8 @@ def _floor(case: DatasetCase) -> Callable[[ExitStack], Timed]:
             case.table(),
             source,
             partitioning=["partition_key"],
-            format=case.format,  # type: ignore[arg-type]
+            partitioning_flavor="hive",
+            format=case.format,
             level=LEVEL,
         )
         contents = []

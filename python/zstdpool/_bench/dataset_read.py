@@ -80,7 +80,9 @@ def written(rows: int, partitions: int, writer: str) -> str:
     if writer == "zstdpool":
         import zstdpool.dataset
 
-        zstdpool.dataset.write_dataset(table, out, partitioning=["partition_key"], level=LEVEL)
+        zstdpool.dataset.write_dataset(
+            table, out, partitioning=["partition_key"], partitioning_flavor="hive", level=LEVEL
+        )
     else:
         import pyarrow.dataset as ds
 

@@ -106,7 +106,7 @@ def _dataset_writers(directory: str) -> dict[str, Callable[[Any], object]]:
         import zstdpool.dataset
 
         return zstdpool.dataset.write_dataset(
-            table, directory, partitioning=["partition_key"], level=3
+            table, directory, partitioning=["partition_key"], partitioning_flavor="hive", level=3
         )
 
     def pyarrow_write(table: Any) -> object:

@@ -36,7 +36,8 @@ def _write_partition(
         part,
         base_dir,
         partitioning=partitioning,
-        format=format,  # type: ignore[arg-type]
+        partitioning_flavor="hive",
+        format=format,
         basename_template=template,
         existing_data_behavior="overwrite_or_ignore",
         **options,

@@ -1,0 +1,140 @@
+"""The reading API of pyarrow.dataset.Dataset on zstdpool's datasets: filter, scanner and
+Scanner, take, replace_schema and projections given as Expressions, each against what
+pyarrow's own Dataset returns for the same files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pds
+import pytest
+import zstdpool.dataset as zd
+
+N = 500
+
+
+@pytest.fixture(scope="module")
+def hive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    d = tmp_path_factory.mktemp("api")
+    t = pa.table(
+        {
+            "id": pa.array(range(N), pa.int64()),
+            "k": pa.array([i % 5 for i in range(N)], pa.int32()),
+            "x": pa.array([None if i % 7 == 0 else i / 2 for i in range(N)]),
+            "s": [f"s{i % 11}" for i in range(N)],
+        }
+    )
+    zd.write_dataset(t, d, partitioning=["k"], partitioning_flavor="hive")
+    return d
+
+
+def both(hive: Path) -> tuple[zd.Dataset, pds.Dataset]:
+    return zd.dataset(hive), pds.dataset(hive, partitioning="hive")
+
+
+def by_id(t: pa.Table) -> list[dict[str, Any]]:
+    return t.sort_by("id").to_pylist() if "id" in t.schema.names else t.to_pylist()
+
+
+FILTERS = [
+    pc.field("k") == 2,
+    (pc.field("x") > 100) & (pc.field("k") != 1),
+    pc.field("s").isin(["s1", "s3"]),
+    pc.field("x").is_null(),
+]
+
+
+@pytest.mark.parametrize("expression", FILTERS, ids=str)
+def test_dataset_filter_keeps_what_pyarrows_keeps(hive: Path, expression: pc.Expression) -> None:
+    z, p = both(hive)
+    got, want = z.filter(expression), p.filter(expression)
+    assert by_id(got.to_table()) == by_id(want.to_table())
+    assert got.count_rows() == want.count_rows()
+    # A read's own filter applies on top of the dataset's.
+    more = pc.field("id") < 250
+    assert by_id(got.to_table(filter=more)) == by_id(want.to_table(filter=more))
+    assert got.count_rows(filter=[("id", "<", 250)]) == want.count_rows(filter=more)
+    # Filters stack, and the stream other libraries take holds only the rows kept.
+    twice = got.filter(more)
+    assert by_id(twice.to_table()) == by_id(want.filter(more).to_table())
+    assert by_id(pa.table(twice)) == by_id(want.filter(more).to_table())
+    # The dataset itself is unchanged.
+    assert z.count_rows() == N
+
+
+def test_scanner_has_pyarrows_methods(hive: Path) -> None:
+    z, p = both(hive)
+    kwargs: dict[str, Any] = {"columns": ["id", "s"], "filter": pc.field("k") >= 3}
+    zs, ps = z.scanner(batch_size=17, **kwargs), p.scanner(batch_size=17, **kwargs)
+    assert zs.projected_schema == ps.projected_schema
+    assert zs.dataset_schema == z.schema
+    assert by_id(zs.to_table()) == by_id(ps.to_table())
+    batches = list(zs.to_batches())
+    assert all(b.num_rows <= 17 for b in batches)
+    assert by_id(pa.Table.from_batches(batches)) == by_id(ps.to_table())
+    assert by_id(zs.to_reader().read_all()) == by_id(ps.to_table())
+    assert zs.count_rows() == ps.count_rows()
+    assert zs.head(5).num_rows == 5
+    assert zs.head(5).schema == ps.projected_schema
+    assert by_id(pa.table(zs)) == by_id(ps.to_table())
+    assert zd.Scanner.from_dataset(z, **kwargs).count_rows() == ps.count_rows()
+    with pytest.raises(TypeError, match="Dataset"):
+        zd.Scanner.from_dataset(p, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="batch_size"):
+        z.scanner(batch_size=0)
+
+
+def test_take_reads_rows_at_positions(hive: Path) -> None:
+    z, p = both(hive)
+    order = z.to_table()["id"].to_pylist()
+    for indices in ([0, 3, 3, 99], pa.array([N - 1, 0], pa.int64()), []):
+        got = z.take(indices)
+        assert got["id"].to_pylist() == [order[i] for i in list(indices)]
+    kept = z.take([0, 1], columns=["id"], filter=pc.field("k") == 4)
+    assert kept["id"].to_pylist() == z.to_table(filter=pc.field("k") == 4)["id"].to_pylist()[:2]
+    assert kept.schema.names == ["id"]
+    with pytest.raises(IndexError):
+        z.take([N])
+    with pytest.raises(IndexError):
+        p.take([N])
+    with pytest.raises(IndexError):
+        z.take([-1])
+    assert z.scanner(filter=pc.field("k") == 1).take([0])["k"].to_pylist() == [1]
+
+
+def test_replace_schema(hive: Path) -> None:
+    z, p = both(hive)
+    schema = pa.schema([("id", pa.int64()), ("s", pa.string()), ("k", pa.int32())])
+    got = z.replace_schema(schema)
+    want = p.replace_schema(schema)
+    assert got.schema == want.schema
+    assert by_id(got.to_table()) == by_id(want.to_table())
+    # Columns the schema adds read as nulls.
+    wider = pa.schema([("id", pa.int64()), ("extra", pa.string()), ("k", pa.int32())])
+    read = z.replace_schema(wider).to_table()
+    assert read["extra"].null_count == N
+    with pytest.raises(TypeError, match="Schema"):
+        z.replace_schema(["id"])  # type: ignore[arg-type]
+
+
+def test_columns_as_expressions(hive: Path) -> None:
+    z, p = both(hive)
+    projection = {"id": pc.field("id"), "twice": pc.field("x") * 2, "tag": pc.field("s")}
+    want = p.to_table(columns=projection)
+    got = z.to_table(columns=projection)
+    assert got.schema == want.schema
+    assert by_id(got) == by_id(want)
+    f = pc.field("k") == 0
+    assert by_id(z.to_table(columns=projection, filter=f)) == by_id(
+        p.to_table(columns=projection, filter=f)
+    )
+    reader = z.to_reader(columns=projection, batch_size=50)
+    assert reader.schema == want.schema
+    assert by_id(reader.read_all()) == by_id(want)
+    assert z.head(3, columns=projection).schema == want.schema
+    assert by_id(z.scanner(columns=projection).to_table()) == by_id(want)
+    with pytest.raises(TypeError, match="Expressions"):
+        z.to_table(columns={"id": "id"})
