@@ -125,6 +125,11 @@ def read_table(
     with reader:
         if columns is None:
             return reader.read_all()
+        if not isinstance(columns, Sequence) or isinstance(columns, (str, bytes)):
+            # As pyarrow: a generator would be used up by the first of two passes.
+            raise TypeError(
+                f"columns must be a sequence of names or indices, not {type(columns).__name__}"
+            )
         names = reader.schema.names
         indices = [_column_index(c, names) for c in columns]
     included = sorted(set(indices))
@@ -186,6 +191,11 @@ def _column_index(column: int | str, names: list[str]) -> int:
     if isinstance(column, str):
         if column not in names:
             raise KeyError(f"the file has no column {column!r} (it has {names})")
+        if names.count(column) > 1:
+            raise ValueError(
+                f"columns: the file has {names.count(column)} columns named {column!r}; "
+                "select one by its index"
+            )
         return names.index(column)
     raise TypeError(f"columns must be names or indices, not {type(column).__name__}")
 

@@ -72,6 +72,18 @@ def test_columns_by_index_where_names_repeat(feather: Any, tmp_path: Path) -> No
     got = feather.read_table(path, columns=[1, 2, 0])
     assert got.column_names == ["x", "s", "x"]
     assert got.column(0).to_pylist() == [3, 4] and got.column(2).to_pylist() == [1, 2]
+    # A repeated name selects nothing: it is refused (pyarrow: "Field named x is not found").
+    with pytest.raises(ValueError):
+        feather.read_table(path, columns=["x"])
+    assert feather.read_table(path, columns=["s"]).column_names == ["s"]
+
+
+def test_columns_must_be_a_sequence(feather: Any, tmp_path: Path) -> None:
+    path = tmp_path / "f.feather"
+    pyarrow.feather.write_feather(FRAME.head(10), path)
+    with pytest.raises(TypeError):
+        feather.read_table(path, columns=(c for c in ["i"]))
+    assert feather.read_table(path, columns=("i",)).column_names == ["i"]
 
 
 def test_lz4_takes_a_level_as_pyarrow_does(feather: Any, tmp_path: Path) -> None:
