@@ -221,5 +221,9 @@ def test_write_dataset_names_its_text_arguments(tmp_path) -> None:
 
     with pytest.raises(TypeError, match="existing_data_behavior must be a str, not int"):
         zd.write_dataset(TABLE, tmp_path / "d", format="parquet", existing_data_behavior=1)
-    with pytest.raises(TypeError, match="format must be a str, not NoneType"):
-        zd.write_dataset(TABLE, tmp_path / "d", format=None)
+    with pytest.raises(
+        TypeError, match="format must be a str, a pyarrow FileFormat or None, not int"
+    ):
+        zd.write_dataset(TABLE, tmp_path / "d", format=3)  # type: ignore[arg-type]
+    # None is pyarrow's default: Parquet, or the format of a dataset given as the data.
+    assert zd.write_dataset(TABLE, tmp_path / "n", format=None)[0]["path"].endswith(".parquet")

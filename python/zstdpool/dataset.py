@@ -943,13 +943,16 @@ def write_dataset(
             raise ValueError("min_rows_per_group must be less than or equal to max_rows_per_group")
     names, flavor = _write_partitioning(partitioning, partitioning_flavor)
     stream, data_format = _write_input(data, schema, use_threads)
-    fmt: str = (
-        format
-        if isinstance(format, str)
-        else format.default_extname  # a pyarrow FileFormat
-        if format is not None
-        else (data_format or "parquet")
-    )
+    if format is None:
+        fmt = data_format or "parquet"
+    elif isinstance(format, str):
+        fmt = format
+    elif isinstance(getattr(format, "default_extname", None), str):
+        fmt = format.default_extname  # a pyarrow FileFormat
+    else:
+        raise TypeError(
+            f"format must be a str, a pyarrow FileFormat or None, not {type(format).__name__}"
+        )
     if not create_dir and isinstance(base_dir, (str, os.PathLike)):
         local = os.fspath(base_dir)
         if not _fs.is_store_url(local) and filesystem is None and not os.path.isdir(local):
