@@ -19,7 +19,7 @@ decompressed with a pooled context, and filtered in Rust.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -115,7 +115,7 @@ class Dataset:
         scanner: DatasetScanner,
         format: str,
         filter: Any = None,
-        reopen: Any = None,
+        reopen: Callable[[pa.Schema | None], DatasetScanner] | None = None,
     ) -> None:
         self._scanner = scanner
         self._format = format
@@ -518,8 +518,9 @@ class Scanner:
         self._readahead = readahead_bytes
         self._use_threads = use_threads
         self._threads = threads
-        # Checked now, as pyarrow's scanner checks them when it is made.
-        dataset._plan(Dataset._columns(columns)[0], filter)
+        # Checked now, as pyarrow's scanner checks them when it is made (the files are
+        # planned when a read starts).
+        _filters.normalize(filter)
         self._schema = dataset._output_schema(columns)
 
     @staticmethod
@@ -563,9 +564,14 @@ class Scanner:
         )
 
     def to_reader(self) -> pa.RecordBatchReader:
-        import pyarrow as pa
-
-        return pa.RecordBatchReader.from_batches(self._schema, self.to_batches())
+        return self._dataset.to_reader(
+            self._columns,
+            self._filter,
+            batch_size=self._batch_size,
+            readahead_bytes=self._readahead,
+            use_threads=self._use_threads,
+            threads=self._threads,
+        )
 
     def count_rows(self) -> int:
         return self._dataset.count_rows(
@@ -927,20 +933,8 @@ def write_dataset(
             "file_options must be a dict of zstdpool.parquet.write_table keywords, not "
             f"'{type(file_options).__name__}' (pyarrow's FileWriteOptions are not read)"
         )
-    for name, value in (
-        ("max_rows_per_file", max_rows_per_file),
-        ("max_rows_per_group", max_rows_per_group),
-    ):
-        if value is not None and (not isinstance(value, int) or value < 0):
-            raise ValueError(f"{name} must be a non-negative int or None, not {value!r}")
-    # pyarrow's 0 means no limit, for rows per file.
+    # pyarrow's 0 means no limit, for rows per file; the core checks the bounds together.
     rows_per_file = max_rows_per_file or None
-    if rows_per_file is not None and max_rows_per_group is not None:
-        if max_rows_per_group > rows_per_file:
-            raise ValueError("max_rows_per_group must be less than or equal to max_rows_per_file")
-    if min_rows_per_group is not None and max_rows_per_group is not None:
-        if min_rows_per_group > max_rows_per_group:
-            raise ValueError("min_rows_per_group must be less than or equal to max_rows_per_group")
     names, flavor = _write_partitioning(partitioning, partitioning_flavor)
     stream, data_format = _write_input(data, schema, use_threads)
     if format is None:
@@ -971,7 +965,7 @@ def write_dataset(
         "max_partitions": max_partitions,
         "max_rows_per_file": rows_per_file,
         "min_rows_per_group": min_rows_per_group or 0,
-        "max_rows_per_group": max_rows_per_group or None,
+        "max_rows_per_group": max_rows_per_group,
         "max_pending_bytes": max_pending_bytes,
         "threads": threads if threads is not None or use_threads else 1,
         "fsync": fsync,

@@ -515,10 +515,17 @@ impl DatasetWriter {
             ));
         }
         if let Some(max) = options.max_rows_per_group {
+            // pyarrow's wording, then the values.
+            if let Some(per_file) = options.max_rows_per_file.filter(|&per_file| max > per_file) {
+                return Err(Error::Parameter(format!(
+                    "max_rows_per_group must be less than or equal to max_rows_per_file \
+                     ({max} > {per_file})"
+                )));
+            }
             if options.min_rows_per_group > max {
                 return Err(Error::Parameter(format!(
-                    "min_rows_per_group ({}) must be less than or equal to max_rows_per_group \
-                     ({max})",
+                    "min_rows_per_group must be less than or equal to max_rows_per_group \
+                     ({} > {max})",
                     options.min_rows_per_group
                 )));
             }

@@ -154,8 +154,8 @@ fn value_of(raw: &str) -> Result<Option<String>> {
 
 /// An integer's text as arrow's parser reads it, where arrow-rs's cast does not: `0x` or
 /// `0X` and up to `bits / 4` hex digits, the bits of the type's two's
-/// complement (pyarrow reads `q=0x10` as 16 and `0xFFFFFFFF` as an int32's -1). Other text
-/// is returned as it is.
+/// complement (pyarrow reads `q=0x10` as 16 and `0xFFFFFFFF` as an int32's -1); None for
+/// other text.
 fn hex_as_decimal(text: &str, bits: u32, signed: bool) -> Option<String> {
     let digits = text
         .strip_prefix("0x")
@@ -175,15 +175,9 @@ fn hex_as_decimal(text: &str, bits: u32, signed: bool) -> Option<String> {
 }
 
 /// Whether `text` is an int32 as pyarrow's partition inference reads one: decimal digits
-/// with an optional `-`, or `0x` hex of up to 8 digits.
+/// with an optional `-`, or `0x` hex of up to 8 digits, in range.
 fn is_int32(text: &str) -> bool {
-    let decimal = {
-        let digits = text.strip_prefix('-').unwrap_or(text);
-        !digits.is_empty()
-            && digits.bytes().all(|b| b.is_ascii_digit())
-            && text.parse::<i32>().is_ok()
-    };
-    decimal || hex_as_decimal(text, 32, true).is_some()
+    castable_text(text, &DataType::Int32).is_ok_and(|t| t.parse::<i32>().is_ok())
 }
 
 /// A partition value's text as arrow-rs casts it to `to`: hex made decimal for integers.
