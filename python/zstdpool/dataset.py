@@ -125,6 +125,7 @@ class Dataset:
 
     @property
     def schema(self) -> pa.Schema:
+        """The files' columns (or the given schema), then the partition fields."""
         return self._scanner.schema
 
     @property
@@ -134,10 +135,12 @@ class Dataset:
 
     @property
     def files(self) -> list[str]:
+        """The dataset's files, sorted by path."""
         return self._scanner.files
 
     @property
     def format(self) -> str:
+        """ "parquet" or "ipc"."""
         return self._format
 
     def __repr__(self) -> str:
@@ -534,6 +537,7 @@ class Scanner:
         use_threads: bool = True,
         threads: int | None = None,
     ) -> Scanner:
+        """A scanner of ``dataset``'s rows (``Dataset.scanner`` is the same call)."""
         if not isinstance(dataset, Dataset):
             raise TypeError(
                 f"dataset must be a zstdpool.dataset.Dataset, not '{type(dataset).__name__}'"
@@ -542,18 +546,22 @@ class Scanner:
 
     @property
     def dataset_schema(self) -> pa.Schema:
+        """The schema of the dataset scanned."""
         return self._dataset.schema
 
     @property
     def projected_schema(self) -> pa.Schema:
+        """The schema of the rows read: the columns chosen, or the projection's."""
         return self._schema
 
     def to_table(self) -> pa.Table:
+        """Every row the scan keeps, as one Table."""
         return self._dataset.to_table(
             self._columns, self._filter, use_threads=self._use_threads, threads=self._threads
         )
 
     def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows as batches of at most ``batch_size`` rows, a window of files at a time."""
         return self._dataset.to_batches(
             self._columns,
             self._filter,
@@ -564,6 +572,7 @@ class Scanner:
         )
 
     def to_reader(self) -> pa.RecordBatchReader:
+        """``to_batches`` as a ``pyarrow.RecordBatchReader``."""
         return self._dataset.to_reader(
             self._columns,
             self._filter,
@@ -574,11 +583,13 @@ class Scanner:
         )
 
     def count_rows(self) -> int:
+        """The rows the scan's filter keeps, from footers where they tell."""
         return self._dataset.count_rows(
             self._filter, use_threads=self._use_threads, threads=self._threads
         )
 
     def head(self, num_rows: int) -> pa.Table:
+        """The first ``num_rows`` rows, reading only as many files as needed."""
         return self._dataset.head(
             num_rows,
             self._columns,
@@ -588,6 +599,7 @@ class Scanner:
         )
 
     def take(self, indices: Any) -> pa.Table:
+        """The rows at ``indices`` among those the scan keeps."""
         return self._dataset.take(
             indices,
             self._columns,
@@ -597,6 +609,7 @@ class Scanner:
         )
 
     def __arrow_c_stream__(self, requested_schema: object = None) -> object:
+        """The rows, through the Arrow C stream interface."""
         return self.to_reader().__arrow_c_stream__(requested_schema)
 
 
