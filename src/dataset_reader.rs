@@ -310,8 +310,9 @@ impl PyDatasetScanner {
         table_to_py(py, batches, schema)
     }
 
-    /// The rows the filter keeps, in batches read a window of files at a time: at most
-    /// `readahead` bytes of files (or one file, when larger) ahead of the consumer.
+    /// The rows the filter keeps, in batches read a window of files at a time: files that
+    /// decode to at most `readahead` bytes (or one file, when it decodes to more) ahead of
+    /// the consumer.
     #[pyo3(signature = (columns=None, filter=None, threads=None, files=None, readahead=64 << 20))]
     fn stream(
         &self,

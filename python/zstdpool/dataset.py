@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 __all__ = ["Dataset", "DatasetBatches", "Scanner", "WrittenFile", "dataset", "write_dataset"]
 
 # What to_batches and to_reader read ahead of the consumer by default: files are read a window
-# at a time, a window holding at most this many bytes of files (or one larger file).
+# at a time, a window holding files that decode to at most this many bytes (or one file that
+# decodes to more), weighed from their footers.
 DEFAULT_READAHEAD_BYTES = 64 << 20
 
 
@@ -319,8 +320,9 @@ class Dataset:
         threads: int | None = None,
     ) -> Iterator[pa.RecordBatch]:
         """The rows ``to_table`` returns, as batches of at most ``batch_size`` rows (a row
-        group's by default), read a window of files at a time: at most ``readahead_bytes`` of
-        files (or one larger file) are read ahead of the consumer."""
+        group's by default), read a window of files at a time: files that decode to at most
+        ``readahead_bytes`` (or one file that decodes to more) are read ahead of the
+        consumer, weighed from their footers before they are read."""
         names, projection = self._columns(columns)
         stream, names, expression = self._stream(
             names, filter, batch_size, readahead_bytes, use_threads, threads

@@ -6,11 +6,13 @@ streams; IPC datasets; and the errors a read names."""
 from __future__ import annotations
 
 import datetime
+import gc
 import math
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pds
@@ -18,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstdpool
 import zstdpool.dataset as zd
+import zstdpool.ipc as zipc
 import zstdpool.parquet as zp
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -281,6 +284,38 @@ def test_streams_hold_a_bounded_amount_ahead(tmp_path: Path) -> None:
     # A file (3.2 MB decoded) per thread in flight, against twelve held at once. Two files'
     # reads and their conversion overlap at the peak (15.8 MB against 61.9 MB measured).
     assert stream_peak < whole_peak / 3, (stream_peak, whole_peak)
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "ipc"])
+def test_readahead_bounds_what_is_held_decoded_not_the_bytes_on_disk(
+    tmp_path: Path, fmt: str
+) -> None:
+    """40 files of zeros: a few KiB each on disk, 4 MB each decoded, ten times the readahead
+    bound in all. A window weighed by bytes on disk would take every file at once."""
+    if not zstdpool.memory_stats()["counting"]:
+        pytest.skip("this build does not count its allocations")
+    rows, files, bound = 500_000, 40, 16 << 20
+    zeros = pa.table({"z": pa.array(np.zeros(rows, dtype=np.int64))})
+    for i in range(files):
+        if fmt == "parquet":
+            zp.write_table(zeros, tmp_path / f"f{i:02}.parquet")
+        else:
+            zipc.write_file(zeros, tmp_path / f"f{i:02}.arrow", compression="zstd")
+    on_disk = sum(p.stat().st_size for p in tmp_path.iterdir())
+    decoded = files * rows * 8
+    assert on_disk * 100 < bound < decoded // 8
+    ds = zd.dataset(tmp_path, format=fmt)
+    gc.collect()
+    before = zstdpool.memory_stats()["current_bytes"]
+    zstdpool.reset_peak_memory()
+    seen = 0
+    for batch in ds.to_reader(readahead_bytes=bound, threads=2):
+        seen += batch.num_rows
+        del batch
+    peak = zstdpool.memory_stats()["peak_bytes"] - before
+    assert seen == files * rows
+    one_batch = rows * 8
+    assert peak < 2 * bound + one_batch, (peak, bound)
 
 
 def test_head_counts_and_the_c_stream(hive: Path) -> None:

@@ -4,10 +4,10 @@
 //! dataset's schema (a column a file lacks reads as nulls), given their partition columns
 //! and filtered exactly.
 
-use std::collections::VecDeque;
+use std::collections::HashMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arrow_array::{new_null_array, Array, ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{DataType, Field, FieldRef, Schema, SchemaRef};
@@ -89,9 +89,9 @@ pub struct ScanOptions {
 }
 
 /// A read resolved against the dataset's schema.
-struct Plan {
+pub(super) struct Plan {
     /// What the read returns.
-    output: SchemaRef,
+    pub(super) output: SchemaRef,
     /// What each file is read into before it is filtered: the output's columns and the
     /// filter's, partition fields included.
     work: SchemaRef,
@@ -277,7 +277,7 @@ impl Dataset {
     }
 
     /// Opens an IPC file; one of a store is read whole first.
-    fn open_ipc(&self, path: &Path) -> Result<FileReader<ReaderSource<Box<dyn ReadSeek>>>> {
+    fn open_ipc(&self, path: &Path) -> Result<IpcFile> {
         let input: Box<dyn ReadSeek> = match &self.store {
             Some(store) => Box::new(std::io::Cursor::new(store.get(&path.to_string_lossy())?)),
             None => Box::new(File::open(path).map_err(|e| path_error("cannot read", path, e))?),
@@ -386,11 +386,71 @@ impl Dataset {
         files: &[(usize, Outcomes)],
         threads: Option<usize>,
     ) -> Result<Vec<Vec<RecordBatch>>> {
+        self.read_opened(plan, files, Vec::new(), threads)
+    }
+
+    /// `read_files`, with files already opened (`opened`, by file index) read from where
+    /// they are, the others opened as they are read.
+    pub(super) fn read_opened(
+        &self,
+        plan: &Plan,
+        files: &[(usize, Outcomes)],
+        opened: Vec<(usize, OpenedFile)>,
+        threads: Option<usize>,
+    ) -> Result<Vec<Vec<RecordBatch>>> {
         // One file alone may spread its columns over threads; several files take one each.
         let per_file_threads = if files.len() == 1 { None } else { Some(1) };
+        let opened: HashMap<usize, Mutex<Option<OpenedFile>>> = opened
+            .into_iter()
+            .map(|(i, f)| (i, Mutex::new(Some(f))))
+            .collect();
         self.for_each_file(files, threads, |i, outcomes| {
-            self.read_file(plan, i, outcomes, per_file_threads)
+            let file = opened
+                .get(&i)
+                .and_then(|m| m.lock().unwrap_or_else(|p| p.into_inner()).take());
+            self.read_file(plan, i, outcomes, per_file_threads, file)
         })
+    }
+
+    /// Opens files `files` on `threads` at once (their footers read), for a stream to
+    /// weigh them before it reads them.
+    pub(super) fn open_files(
+        &self,
+        files: &[(usize, Outcomes)],
+        threads: Option<usize>,
+    ) -> Result<Vec<OpenedFile>> {
+        self.for_each_file(files, threads, |i, _| {
+            let DatasetFile { path, size, .. } = &self.found.files[i];
+            match self.format {
+                Format::Parquet => self
+                    .open_parquet(path, *size, true)
+                    .map(OpenedFile::Parquet),
+                Format::Ipc => self.open_ipc(path).map(|r| OpenedFile::Ipc(Box::new(r))),
+            }
+            .map_err(|e| e.at(path.display()))
+        })
+    }
+
+    /// What reading file `i` is expected to hold decoded, from its footer alone (see
+    /// [`OpenedFile::decoded_bytes`]): the columns the plan reads, every row group.
+    pub(super) fn decoded_bytes(
+        &self,
+        plan: &Plan,
+        i: usize,
+        file: &mut OpenedFile,
+    ) -> Result<usize> {
+        let path = &self.found.files[i].path;
+        let schema = match file {
+            OpenedFile::Parquet(f) => f.schema().clone(),
+            OpenedFile::Ipc(r) => r.schema(),
+        };
+        let names = self.file_columns(plan, &schema);
+        file.decoded_bytes(&names).map_err(|e| e.at(path.display()))
+    }
+
+    /// The size on disk of file `i`.
+    pub(super) fn file_size(&self, i: usize) -> u64 {
+        self.found.files[i].size
     }
 
     /// `work` on each of `files`, on `threads` at once (every core by default), largest file
@@ -429,18 +489,23 @@ impl Dataset {
         )
     }
 
-    /// Every row of file `i` the plan keeps.
+    /// Every row of file `i` the plan keeps; read from `opened` where it is open already.
     fn read_file(
         &self,
         plan: &Plan,
         i: usize,
         outcomes: Outcomes,
         threads: Option<usize>,
+        opened: Option<OpenedFile>,
     ) -> Result<Vec<RecordBatch>> {
         let path = &self.found.files[i].path;
-        let raw = match self.format {
-            Format::Parquet => self.read_parquet(plan, i, threads),
-            Format::Ipc => self.read_ipc(plan, i),
+        let raw = match (self.format, opened) {
+            (Format::Parquet, Some(OpenedFile::Parquet(file))) => {
+                self.read_parquet(plan, i, threads, Some(file))
+            }
+            (Format::Ipc, Some(OpenedFile::Ipc(reader))) => self.read_ipc(plan, i, Some(*reader)),
+            (Format::Parquet, _) => self.read_parquet(plan, i, threads, None),
+            (Format::Ipc, _) => self.read_ipc(plan, i, None),
         }
         .map_err(|e| e.at(path.display()))?;
         let mut out = Vec::with_capacity(raw.len());
@@ -489,9 +554,13 @@ impl Dataset {
         plan: &Plan,
         i: usize,
         threads: Option<usize>,
+        opened: Option<ParquetFile>,
     ) -> Result<Vec<RecordBatch>> {
         let DatasetFile { path, size, .. } = &self.found.files[i];
-        let mut file = self.open_parquet(path, *size, true)?;
+        let mut file = match opened {
+            Some(file) => file,
+            None => self.open_parquet(path, *size, true)?,
+        };
         let names: Vec<String> = self
             .file_columns(plan, file.schema())
             .into_iter()
@@ -533,9 +602,12 @@ impl Dataset {
         Ok(out)
     }
 
-    fn read_ipc(&self, plan: &Plan, i: usize) -> Result<Vec<RecordBatch>> {
+    fn read_ipc(&self, plan: &Plan, i: usize, opened: Option<IpcFile>) -> Result<Vec<RecordBatch>> {
         let path = &self.found.files[i].path;
-        let mut reader = self.open_ipc(path)?;
+        let mut reader = match opened {
+            Some(reader) => reader,
+            None => self.open_ipc(path)?,
+        };
         let schema = reader.schema();
         let columns: Vec<usize> = self
             .file_columns(plan, &schema)
@@ -721,7 +793,7 @@ impl Dataset {
                 .and_then(|mut r| r.count_rows())
                 .map_err(|e| e.at(path.display())),
             Format::Ipc => {
-                let batches = self.read_file(plan, i, outcomes, Some(1))?;
+                let batches = self.read_file(plan, i, outcomes, Some(1), None)?;
                 Ok(batches.iter().map(|b| b.num_rows() as u64).sum())
             }
             Format::Parquet => self
@@ -766,27 +838,112 @@ impl Dataset {
         Ok(rows)
     }
 
-    /// The rows the options keep, a few files at a time: at most `readahead` bytes of files
-    /// (or one file, when it is larger) are read ahead of what has been taken.
-    pub fn stream(self: &Arc<Self>, options: &ScanOptions, readahead: usize) -> Result<ScanStream> {
+    /// The plan and the files a read of `options` reads, in order, for a stream.
+    pub(super) fn planned(&self, options: &ScanOptions) -> Result<(Plan, Vec<(usize, Outcomes)>)> {
         let plan = self.plan(options)?;
-        let files = self.pruned(&plan).into();
-        Ok(ScanStream {
-            dataset: self.clone(),
-            schema: plan.output.clone(),
-            plan,
-            files,
-            ready: VecDeque::new(),
-            readahead: readahead.max(1),
-            threads: options.threads,
-        })
+        let files = self.pruned(&plan);
+        Ok((plan, files))
     }
 }
 
 /// What an IPC file is read from: a local file, or a store's object in memory.
-trait ReadSeek: std::io::Read + std::io::Seek + Send {}
+pub(super) trait ReadSeek: std::io::Read + std::io::Seek + Send {}
 
 impl<T: std::io::Read + std::io::Seek + Send> ReadSeek for T {}
+
+/// An IPC file of a dataset, open.
+pub(super) type IpcFile = FileReader<ReaderSource<Box<dyn ReadSeek>>>;
+
+/// A file of a dataset, opened (its footer read) before it is read.
+pub(super) enum OpenedFile {
+    Parquet(ParquetFile),
+    Ipc(Box<IpcFile>),
+}
+
+impl OpenedFile {
+    /// What reading the top-level columns `names` is expected to hold decoded, from the
+    /// footer alone, since the bytes on disk say nothing of it (a file of zeros compresses a
+    /// thousandfold). Each column's values count at their decoded width: Parquet's physical
+    /// width (the Arrow width of its types but for narrower integers, which it overstates),
+    /// plus a variable-length chunk's uncompressed bytes; IPC's Arrow widths for each row,
+    /// plus the file's body bytes. Validity bitmaps count a bit a value. An estimate, not a
+    /// bound: a dictionary's values repeated by its indices are counted once.
+    fn decoded_bytes(&mut self, names: &[&str]) -> Result<usize> {
+        match self {
+            OpenedFile::Parquet(file) => Ok(parquet_decoded_bytes(file, names)),
+            OpenedFile::Ipc(reader) => {
+                let rows = usize::try_from(reader.count_rows()?).unwrap_or(usize::MAX);
+                let schema = reader.schema();
+                let per_row: usize = names
+                    .iter()
+                    .filter_map(|n| schema.field_with_name(n).ok())
+                    .map(|f| arrow_width(f.data_type()))
+                    .sum();
+                Ok(rows
+                    .saturating_mul(per_row)
+                    .saturating_add(usize::try_from(reader.body_bytes()).unwrap_or(usize::MAX)))
+            }
+        }
+    }
+}
+
+/// `parquet_decoded_bytes` of [`OpenedFile::decoded_bytes`].
+fn parquet_decoded_bytes(file: &ParquetFile, names: &[&str]) -> usize {
+    use parquet::basic::Type as Physical;
+    let metadata = file.metadata();
+    let descr = metadata.file_metadata().schema_descr();
+    let leaves: Vec<usize> = (0..descr.num_columns())
+        .filter(|&l| names.contains(&descr.get_column_root(l).name()))
+        .collect();
+    let mut total = 0usize;
+    for group in metadata.row_groups() {
+        for &l in &leaves {
+            let chunk = group.column(l);
+            let values = usize::try_from(chunk.num_values()).unwrap_or(0);
+            let (width, variable) = match chunk.column_type() {
+                Physical::BOOLEAN => (0, 0),
+                Physical::INT32 | Physical::FLOAT => (4, 0),
+                Physical::INT64 | Physical::DOUBLE | Physical::INT96 => (8, 0),
+                Physical::FIXED_LEN_BYTE_ARRAY => (
+                    usize::try_from(descr.column(l).type_length()).unwrap_or(0),
+                    0,
+                ),
+                Physical::BYTE_ARRAY => {
+                    (4, usize::try_from(chunk.uncompressed_size()).unwrap_or(0))
+                }
+            };
+            total = total
+                .saturating_add(values.saturating_mul(width))
+                .saturating_add(variable)
+                .saturating_add(values.div_ceil(8));
+        }
+    }
+    total
+}
+
+/// Bytes a row of `data_type` takes in Arrow's layout, besides its validity bit: its width,
+/// a variable-length type's offset (or view), a nested type's children.
+fn arrow_width(data_type: &DataType) -> usize {
+    if let Some(width) = data_type.primitive_width() {
+        return width;
+    }
+    match data_type {
+        DataType::Boolean | DataType::Null => 0,
+        DataType::Utf8 | DataType::Binary | DataType::List(_) | DataType::Map(..) => 4,
+        DataType::LargeUtf8 | DataType::LargeBinary | DataType::LargeList(_) => 8,
+        DataType::Utf8View | DataType::BinaryView => 16,
+        DataType::ListView(_) => 8,
+        DataType::LargeListView(_) => 16,
+        DataType::FixedSizeBinary(n) => usize::try_from(*n).unwrap_or(0),
+        DataType::FixedSizeList(child, n) => {
+            arrow_width(child.data_type()).saturating_mul(usize::try_from(*n).unwrap_or(0))
+        }
+        DataType::Struct(fields) => fields.iter().map(|f| arrow_width(f.data_type())).sum(),
+        DataType::Dictionary(key, _) => arrow_width(key),
+        DataType::RunEndEncoded(_, values) => arrow_width(values.data_type()),
+        _ => 8,
+    }
+}
 
 /// Every object below `prefix`, with the names starting with one of `ignore` left out at
 /// every depth below it, sorted by key (as [`list_files`] sorts paths).
@@ -812,52 +969,6 @@ fn list_objects(store: &Store, prefix: &str, ignore: &[String]) -> Result<Vec<(P
         })
         .map(|(key, size)| (PathBuf::from(key), size))
         .collect())
-}
-
-/// A dataset's batches, read a window of files at a time.
-pub struct ScanStream {
-    dataset: Arc<Dataset>,
-    plan: Plan,
-    schema: SchemaRef,
-    files: VecDeque<(usize, Outcomes)>,
-    ready: VecDeque<RecordBatch>,
-    readahead: usize,
-    threads: Option<usize>,
-}
-
-impl ScanStream {
-    pub fn schema(&self) -> &SchemaRef {
-        &self.schema
-    }
-
-    /// The next batch; None at the end.
-    pub fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
-        while self.ready.is_empty() {
-            if self.files.is_empty() {
-                return Ok(None);
-            }
-            let mut window = Vec::new();
-            let mut bytes = 0usize;
-            while let Some(&(i, o)) = self.files.front() {
-                let size = self.dataset.found.files[i].size as usize;
-                if !window.is_empty() && bytes.saturating_add(size) > self.readahead {
-                    break;
-                }
-                bytes = bytes.saturating_add(size);
-                window.push((i, o));
-                self.files.pop_front();
-            }
-            let read = self.dataset.read_files(&self.plan, &window, self.threads);
-            match read {
-                Ok(per_file) => self.ready.extend(per_file.into_iter().flatten()),
-                Err(e) => {
-                    self.files.clear();
-                    return Err(e);
-                }
-            }
-        }
-        Ok(self.ready.pop_front())
-    }
 }
 
 /// Whether the minimum and maximum of leaf `leaf` in `group` order values as the column's type

@@ -201,6 +201,15 @@ impl<S: RandomSource> FileReader<S> {
         Ok(())
     }
 
+    /// The bytes of the record batches' bodies, as the footer gives them (compressed, where
+    /// the file is).
+    pub fn body_bytes(&self) -> u64 {
+        self.blocks
+            .iter()
+            .map(|b| u64::try_from(b.bodyLength()).unwrap_or(0))
+            .fold(0, u64::saturating_add)
+    }
+
     /// Batch `i` of the file.
     pub fn batch(&mut self, i: usize) -> Result<RecordBatch> {
         Ok(self.batch_with_metadata(i)?.0)
