@@ -1,5 +1,6 @@
-"""Allocation failures: each reader, given an input that needs a large allocation, runs under a
-sweep of address-space limits (RLIMIT_AS) from below to above what the read needs. At every
+"""Allocation failures: each reader, given an input that needs a large allocation (or, for
+datasets, many small ones), runs under a sweep of address-space limits (RLIMIT_AS) from below
+to above what the read needs. At every
 limit it either reads the data or raises MemoryError (or a zstdpool error that says the memory
 ran out); the process never dies by a signal, as Rust's infallible allocations would make it
 (SIGABRT, "memory allocation of N bytes failed").
@@ -18,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.feather
 import pyarrow.parquet as pq
 import pytest
 import zstdpool
@@ -35,7 +37,7 @@ SWEEP_MIB = list(range(0, 3 * PAGE_MIB + 120, 30))
 # "read", "MemoryError", another exception's name, or "signal <n>".
 SWEEP = """
 import os, resource, sys
-import zstdpool, zstdpool.ipc, zstdpool.parquet
+import zstdpool, zstdpool.dataset, zstdpool.ipc, zstdpool.parquet
 
 path, warm_path, reader = sys.argv[1], sys.argv[2], sys.argv[3]
 
@@ -49,6 +51,14 @@ def read(data):
         return zstdpool.ipc.open_stream(data).read_all().num_rows
     if reader == "codec":
         return len(zstdpool.decompress(data, max_output_size=1 << 31))
+    if reader.startswith("dataset-"):
+        _, how, fmt = reader.split("-")
+        ds = zstdpool.dataset.dataset(data, format=fmt, partitioning=None)
+        if how == "table":
+            return ds.to_table().num_rows
+        if how == "batches":
+            return sum(b.num_rows for b in ds.to_batches())
+        return ds.count_rows(filter=[("x", ">", 10.0)])
     if reader == "abort" and os.getpid() != parent:
         os.abort()
     return 0
@@ -56,8 +66,12 @@ def read(data):
 parent = os.getpid()
 # Warmed on a small input of the same kind: imports done and the pool's contexts made, but no
 # memory left over from a large read for the next one to reuse.
-read(open(warm_path, "rb").read())
-data = open(path, "rb").read()
+def load(path):
+    # A file's bytes; a directory (a dataset) as its path.
+    return path if os.path.isdir(path) else open(path, "rb").read()
+
+read(load(warm_path))
+data = load(path)
 
 def mapped():
     with open("/proc/self/statm") as f:
@@ -90,12 +104,14 @@ def sweep(
     reader: str,
     write: Callable[[pa.Table, Path], object],
     table: Callable[[], pa.Table] | None = None,
+    warm: pa.Table | None = None,
 ) -> dict[int, str]:
     """The outcome at each limit of the sweep, reading what `write` wrote of `table` (by
-    default one with one large page), after a warm-up on what it wrote of a small table."""
+    default one with one large page), after a warm-up on what it wrote of `warm` (by default
+    a small table of one binary value)."""
     big, small = tmp_path / "big", tmp_path / "small"
     write((table or one_big_page)(), big)
-    write(pa.table({"b": pa.array([b"x"], pa.binary())}), small)
+    write(warm if warm is not None else pa.table({"b": pa.array([b"x"], pa.binary())}), small)
     result = subprocess.run(
         [sys.executable, "-c", SWEEP, str(big), str(small), reader, *map(str, SWEEP_MIB)],
         capture_output=True,
@@ -207,6 +223,41 @@ def test_the_codec_never_aborts_on_a_large_frame(tmp_path: Path) -> None:
     # (mimalloc) serves it from address space reserved before the limit, which no limit then
     # takes away, so the sweep cannot reach below what the read needs there.
     check(sweep(tmp_path, "codec", write), reaches_below=not FREE_THREADED)
+
+
+def many_small_files() -> pa.Table:
+    """1,000,000 rows of three columns, written as 1,000 files of 1,000 rows each: no one
+    file's read asks for enough memory to meet a limit, so the many small allocations around
+    them did, and aborted the process."""
+    n = 1_000_000
+    return pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "s": pa.array([f"v{i % 1000}" for i in range(n)]),
+            "x": pa.array([i / 3 for i in range(n)]),
+        }
+    )
+
+
+@pytest.mark.parametrize("read", ["table", "batches", "count"])
+@pytest.mark.parametrize("fmt", ["parquet", "ipc"])
+def test_a_dataset_of_many_files_never_aborts(tmp_path: Path, read: str, fmt: str) -> None:
+    def write(table: pa.Table, path: Path) -> None:
+        path.mkdir()
+        per_file = max(1, table.num_rows // 1000)
+        for i, start in enumerate(range(0, table.num_rows, per_file)):
+            part = table.slice(start, per_file)
+            if fmt == "parquet":
+                pq.write_table(part, path / f"f{i:04}.parquet")
+            else:
+                pa.feather.write_feather(part, path / f"f{i:04}.arrow", compression="zstd")
+
+    outcomes = sweep(
+        tmp_path, f"dataset-{read}-{fmt}", write, many_small_files, warm=many_small_files()[:1]
+    )
+    assert len(list((tmp_path / "big").iterdir())) == 1000
+    # Counting reads footers, and what statistics leave: it may count at every limit.
+    check(outcomes, reaches_below=read != "count")
 
 
 def test_the_sweep_reports_a_child_killed_by_a_signal(tmp_path: Path) -> None:

@@ -14,6 +14,10 @@ pub const PARALLEL_MIN_BYTES: usize = 1 << 20;
 /// Each thread should get at least this much input.
 const MIN_BYTES_PER_THREAD: usize = 256 << 10;
 
+/// What a helper thread is asked room for before it is started: its stack (2 MiB, Rust's
+/// default), its thread-local data and its first allocations.
+const THREAD_COST: u64 = 4 << 20;
+
 /// The number of CPUs this process may use.
 pub fn available_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -61,7 +65,13 @@ where
     M: Fn() -> Result<C> + Sync,
     W: Fn(&mut C, usize, &T) -> Result<R> + Sync,
 {
-    let helpers = threads.min(items.len()).saturating_sub(1);
+    let mut helpers = threads.min(items.len()).saturating_sub(1);
+    // A thread that cannot have its stack and its thread-local data aborts the process (the
+    // C library's "cannot allocate memory for thread-local data"): where the kernel would not
+    // map them now, the work runs on the calling thread alone.
+    if helpers > 0 && !crate::headroom::can_map((helpers as u64).saturating_mul(THREAD_COST)) {
+        helpers = 0;
+    }
     let order = hand_out_order(items, helpers > 0, weight);
     let next = AtomicUsize::new(0);
     // The lowest index that failed so far; items above it need not run.

@@ -38,6 +38,7 @@ pub use options::{
     WriteOptions, DEFAULT_ROW_GROUP_SIZE, DEFAULT_ZSTD_LEVEL,
 };
 pub use pages::ParquetLimits;
+pub(crate) use reader::decode_need;
 pub use reader::{Batches, ColumnSummary, FileSummary, ParquetFile, Projection, RowGroupSummary};
 pub use source::{ParquetSource, ReadAt};
 pub use writer::ParquetWriter;

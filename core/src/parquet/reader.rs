@@ -608,6 +608,21 @@ impl ParquetFile {
 /// threads allocate meanwhile. Values that dictionaries or delta encodings expand beyond their
 /// pages are measured page by page (`expansion`).
 fn check_decode_headroom(group: &RowGroupMetaData, leaves: &[usize]) -> Result<()> {
+    let need = decode_need(group, leaves);
+    match crate::headroom::can_map(need) {
+        true => Ok(()),
+        false => Err(Error::Memory(format!(
+            "decoding needs about {need} bytes (its pages decompressed, and its values), which \
+             cannot be allocated"
+        ))),
+    }
+}
+
+/// What decoding leaves `leaves` of a row group takes, as its footer sizes it: for each, the
+/// page being decoded held decompressed, the values it decodes to (as large as the page's
+/// bytes for strings and binaries, or a slot each), and each value's definition and
+/// repetition levels (two bytes each). Values a dictionary repeats are counted once.
+pub(crate) fn decode_need(group: &RowGroupMetaData, leaves: &[usize]) -> u64 {
     use ::parquet::basic::Type;
     let mut need = 0u64;
     for &leaf in leaves {
@@ -621,9 +636,6 @@ fn check_decode_headroom(group: &RowGroupMetaData, leaves: &[usize]) -> Result<(
                 u64::try_from(chunk.column_descr().type_length()).unwrap_or(0)
             }
         };
-        // The page being decoded, held decompressed; the values it decodes to, as large as
-        // the page's bytes (strings, binaries) or a slot each; and each value's definition and
-        // repetition levels (two bytes each).
         let values = u64::try_from(chunk.num_values()).unwrap_or(0);
         let pages = u64::try_from(chunk.uncompressed_size()).unwrap_or(0);
         need = need
@@ -631,13 +643,7 @@ fn check_decode_headroom(group: &RowGroupMetaData, leaves: &[usize]) -> Result<(
             .saturating_add(pages.max(values.saturating_mul(slot)))
             .saturating_add(values.saturating_mul(4));
     }
-    match crate::headroom::can_map(need) {
-        true => Ok(()),
-        false => Err(Error::Memory(format!(
-            "decoding needs about {need} bytes (its pages decompressed, and its values), which \
-             cannot be allocated"
-        ))),
-    }
+    need
 }
 
 /// The schema the file's columns are read as: `schema`, from the file's `ARROW:schema`, with

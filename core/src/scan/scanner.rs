@@ -35,6 +35,10 @@ const BATCH_ROWS: usize = 1 << 16;
 /// Files up to this size are read whole, in one call, before their footer is parsed.
 const SMALL_FILE: u64 = 1 << 20;
 
+/// What is asked of the kernel beyond a file's decoded size before the file is read: room
+/// for the small allocations of a read on each thread (`Dataset::read_file`).
+const READ_RESERVE: u64 = 16 << 20;
+
 /// The files a dataset reads.
 #[derive(Clone, Debug)]
 pub enum Sources {
@@ -419,19 +423,22 @@ impl Dataset {
         files: &[(usize, Outcomes)],
         threads: Option<usize>,
     ) -> Result<Vec<OpenedFile>> {
-        self.for_each_file(files, threads, |i, _| {
-            let DatasetFile { path, size, .. } = &self.found.files[i];
-            match self.format {
-                Format::Parquet => self
-                    .open_parquet(path, *size, true)
-                    .map(OpenedFile::Parquet),
-                Format::Ipc => self.open_ipc(path).map(|r| OpenedFile::Ipc(Box::new(r))),
-            }
-            .map_err(|e| e.at(path.display()))
-        })
+        self.for_each_file(files, threads, |i, _| self.open_file(i))
     }
 
-    /// What reading file `i` is expected to hold decoded, from its footer alone (see
+    /// Opens file `i`: its footer read (and a small file read whole).
+    fn open_file(&self, i: usize) -> Result<OpenedFile> {
+        let DatasetFile { path, size, .. } = &self.found.files[i];
+        match self.format {
+            Format::Parquet => self
+                .open_parquet(path, *size, true)
+                .map(OpenedFile::Parquet),
+            Format::Ipc => self.open_ipc(path).map(|r| OpenedFile::Ipc(Box::new(r))),
+        }
+        .map_err(|e| e.at(path.display()))
+    }
+
+    /// What reading file `i` is expected to take decoded, from its footer alone (see
     /// [`OpenedFile::decoded_bytes`]): the columns the plan reads, every row group.
     pub(super) fn decoded_bytes(
         &self,
@@ -490,6 +497,12 @@ impl Dataset {
     }
 
     /// Every row of file `i` the plan keeps; read from `opened` where it is open already.
+    ///
+    /// Before a file is decoded, what it decodes to and [`READ_RESERVE`] more are asked of
+    /// the kernel (`headroom`). A read of many small files holds each one's rows while it
+    /// reads the next, and no one file asks for enough to meet an address-space limit
+    /// first: the small infallible allocations around a decode (Rust's and the C library's,
+    /// a thread's own data) would then abort the process where this fails as MemoryError.
     fn read_file(
         &self,
         plan: &Plan,
@@ -499,13 +512,21 @@ impl Dataset {
         opened: Option<OpenedFile>,
     ) -> Result<Vec<RecordBatch>> {
         let path = &self.found.files[i].path;
-        let raw = match (self.format, opened) {
-            (Format::Parquet, Some(OpenedFile::Parquet(file))) => {
-                self.read_parquet(plan, i, threads, Some(file))
-            }
-            (Format::Ipc, Some(OpenedFile::Ipc(reader))) => self.read_ipc(plan, i, Some(*reader)),
-            (Format::Parquet, _) => self.read_parquet(plan, i, threads, None),
-            (Format::Ipc, _) => self.read_ipc(plan, i, None),
+        let mut file = match opened {
+            Some(file) => file,
+            None => self.open_file(i)?,
+        };
+        let need = self.decoded_bytes(plan, i, &mut file)?;
+        if !crate::headroom::can_map((need as u64).saturating_add(READ_RESERVE)) {
+            return Err(Error::Memory(format!(
+                "reading {} needs about {need} bytes, and {READ_RESERVE} more in reserve, which \
+                 cannot be allocated",
+                path.display()
+            )));
+        }
+        let raw = match file {
+            OpenedFile::Parquet(file) => self.read_parquet(plan, i, threads, file),
+            OpenedFile::Ipc(reader) => self.read_ipc(plan, *reader),
         }
         .map_err(|e| e.at(path.display()))?;
         let mut out = Vec::with_capacity(raw.len());
@@ -554,13 +575,8 @@ impl Dataset {
         plan: &Plan,
         i: usize,
         threads: Option<usize>,
-        opened: Option<ParquetFile>,
+        mut file: ParquetFile,
     ) -> Result<Vec<RecordBatch>> {
-        let DatasetFile { path, size, .. } = &self.found.files[i];
-        let mut file = match opened {
-            Some(file) => file,
-            None => self.open_parquet(path, *size, true)?,
-        };
         let names: Vec<String> = self
             .file_columns(plan, file.schema())
             .into_iter()
@@ -602,12 +618,7 @@ impl Dataset {
         Ok(out)
     }
 
-    fn read_ipc(&self, plan: &Plan, i: usize, opened: Option<IpcFile>) -> Result<Vec<RecordBatch>> {
-        let path = &self.found.files[i].path;
-        let mut reader = match opened {
-            Some(reader) => reader,
-            None => self.open_ipc(path)?,
-        };
+    fn read_ipc(&self, plan: &Plan, mut reader: IpcFile) -> Result<Vec<RecordBatch>> {
         let schema = reader.schema();
         let columns: Vec<usize> = self
             .file_columns(plan, &schema)
@@ -861,13 +872,11 @@ pub(super) enum OpenedFile {
 }
 
 impl OpenedFile {
-    /// What reading the top-level columns `names` is expected to hold decoded, from the
+    /// What reading the top-level columns `names` is expected to take decoded, from the
     /// footer alone, since the bytes on disk say nothing of it (a file of zeros compresses a
-    /// thousandfold). Each column's values count at their decoded width: Parquet's physical
-    /// width (the Arrow width of its types but for narrower integers, which it overstates),
-    /// plus a variable-length chunk's uncompressed bytes; IPC's Arrow widths for each row,
-    /// plus the file's body bytes. Validity bitmaps count a bit a value. An estimate, not a
-    /// bound: a dictionary's values repeated by its indices are counted once.
+    /// thousandfold): for Parquet what the reader's headroom check asks for decoding each
+    /// row group; for IPC the Arrow widths of each row, plus the file's body bytes. An
+    /// estimate, not a bound: a dictionary's values repeated by its indices count once.
     fn decoded_bytes(&mut self, names: &[&str]) -> Result<usize> {
         match self {
             OpenedFile::Parquet(file) => Ok(parquet_decoded_bytes(file, names)),
@@ -887,38 +896,20 @@ impl OpenedFile {
     }
 }
 
-/// `parquet_decoded_bytes` of [`OpenedFile::decoded_bytes`].
+/// What decoding the leaves of top-level columns `names` of every row group takes, as the
+/// Parquet reader's own headroom check sizes it ([`crate::parquet::decode_need`]).
 fn parquet_decoded_bytes(file: &ParquetFile, names: &[&str]) -> usize {
-    use parquet::basic::Type as Physical;
     let metadata = file.metadata();
     let descr = metadata.file_metadata().schema_descr();
     let leaves: Vec<usize> = (0..descr.num_columns())
         .filter(|&l| names.contains(&descr.get_column_root(l).name()))
         .collect();
-    let mut total = 0usize;
-    for group in metadata.row_groups() {
-        for &l in &leaves {
-            let chunk = group.column(l);
-            let values = usize::try_from(chunk.num_values()).unwrap_or(0);
-            let (width, variable) = match chunk.column_type() {
-                Physical::BOOLEAN => (0, 0),
-                Physical::INT32 | Physical::FLOAT => (4, 0),
-                Physical::INT64 | Physical::DOUBLE | Physical::INT96 => (8, 0),
-                Physical::FIXED_LEN_BYTE_ARRAY => (
-                    usize::try_from(descr.column(l).type_length()).unwrap_or(0),
-                    0,
-                ),
-                Physical::BYTE_ARRAY => {
-                    (4, usize::try_from(chunk.uncompressed_size()).unwrap_or(0))
-                }
-            };
-            total = total
-                .saturating_add(values.saturating_mul(width))
-                .saturating_add(variable)
-                .saturating_add(values.div_ceil(8));
-        }
-    }
-    total
+    let need = metadata
+        .row_groups()
+        .iter()
+        .map(|group| crate::parquet::decode_need(group, &leaves))
+        .fold(0u64, u64::saturating_add);
+    usize::try_from(need).unwrap_or(usize::MAX)
 }
 
 /// Bytes a row of `data_type` takes in Arrow's layout, besides its validity bit: its width,
