@@ -275,12 +275,18 @@ def test_int96_refuses_encodings_other_than_plain() -> None:
     assert pq.read_table(io.BytesIO(data), coerce_int96_timestamp_unit="ms").equals(table)
 
 
-def test_lz4_takes_any_level_as_pyarrow_does() -> None:
+def test_an_lz4_level_is_refused_naming_the_reason() -> None:
+    """pyarrow's lz4 levels are LZ4 HC's (its level 9 file is smaller than its level 1); the
+    parquet crate writes LZ4_RAW at one level, so a level taken would change nothing."""
     for level in [-5, 0, 9, 100]:
-        data = zp.write_table(TABLE, compression="lz4", compression_level=level)
-        assert pq.read_table(io.BytesIO(data)).equals(
-            pq.read_table(io.BytesIO(zp.write_table(TABLE)))
-        )
+        with pytest.raises(ParameterError, match="LZ4_RAW at one level"):
+            zp.write_table(TABLE, compression="lz4", compression_level=level)
+    with pytest.raises(ParameterError, match="LZ4_RAW at one level"):
+        zp.write_table(TABLE, compression="LZ4_RAW", compression_level=1)
+    with pytest.raises(ParameterError, match="LZ4_RAW at one level"):
+        zp.write_table(TABLE, compression={"u32": "lz4"}, compression_level={"u32": 9})
+    data = zp.write_table(TABLE, compression="lz4")
+    assert pq.read_table(io.BytesIO(data)).equals(pq.read_table(io.BytesIO(zp.write_table(TABLE))))
 
 
 @pytest.mark.parametrize(

@@ -84,16 +84,22 @@ impl PageCodec {
             }
             Named::Gzip => return Ok(PageCodec::Gzip(ranged(0, 9, 6)?)),
             Named::Brotli => return Ok(PageCodec::Brotli(ranged(0, 11, 1)?)),
-            // LZ4_RAW as the parquet crate writes it has one level. pyarrow takes any int as an
-            // lz4 level without a check, so the same call works here and the level changes
-            // nothing.
-            Named::Lz4 => return Ok(PageCodec::Lz4Raw),
+            Named::Lz4 => PageCodec::Lz4Raw,
             Named::Snappy => PageCodec::Snappy,
             Named::None => PageCodec::None,
         };
         if level.is_some() {
+            // pyarrow's lz4 levels are LZ4 HC's, which would make smaller pages; the parquet
+            // crate writes LZ4_RAW at its one level, so a level taken would change nothing.
+            let why = match named {
+                Named::Lz4 => {
+                    ": the parquet crate writes LZ4_RAW at one level (pyarrow's levels are LZ4 \
+                     HC's, which zstdpool does not write); pass no level, or use zstd"
+                }
+                _ => "",
+            };
             return Err(Error::Parameter(format!(
-                "compression_level does not apply to compression={}",
+                "compression_level does not apply to compression={}{why}",
                 name.map_or("None".to_string(), |n| format!("{n:?}"))
             )));
         }
