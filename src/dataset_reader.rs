@@ -169,9 +169,10 @@ impl PyDatasetScanner {
     /// or "filename"; `partition_schema` the partition fields (for "directory" and
     /// "filename", their names and, unless `infer_partition_types`, their types; for "hive",
     /// given types); inferred
-    /// types are dictionaries with `infer_dictionary`.
+    /// types are dictionaries with `infer_dictionary`. With `page_checksum_verification`,
+    /// Parquet pages whose headers give a CRC are checked against it.
     #[new]
-    #[pyo3(signature = (source, *, format="parquet", partitioning=None, partition_schema=None, infer_partition_types=true, infer_dictionary=false, schema=None, ignore_prefixes=None, pool=None, storage_options=None))]
+    #[pyo3(signature = (source, *, format="parquet", partitioning=None, partition_schema=None, infer_partition_types=true, infer_dictionary=false, schema=None, ignore_prefixes=None, pool=None, storage_options=None, page_checksum_verification=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -185,6 +186,7 @@ impl PyDatasetScanner {
         ignore_prefixes: Option<Vec<String>>,
         pool: Option<&Bound<'_, PyContextPool>>,
         storage_options: Option<&Bound<'_, PyDict>>,
+        page_checksum_verification: bool,
     ) -> PyResult<Self> {
         let (format, errors_format) = match format.to_ascii_lowercase().as_str() {
             "parquet" => (FileFormat::Parquet, Format::Parquet),
@@ -251,7 +253,8 @@ impl PyDatasetScanner {
         let pool = pool_or_default(pool);
         let dataset = py
             .detach(|| Dataset::open(sources, format, &partitioning, schema, pool))
-            .map_err(failed(errors_format))?;
+            .map_err(failed(errors_format))?
+            .verifying_checksums(page_checksum_verification);
         Ok(PyDatasetScanner {
             dataset: Arc::new(dataset),
             format: errors_format,

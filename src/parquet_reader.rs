@@ -27,8 +27,11 @@ fn failed(err: Error) -> PyErr {
     unwrap_py_error_in(Format::Parquet, err)
 }
 
-fn limits(max_page_size: Option<i64>) -> PyResult<ParquetLimits> {
-    let mut limits = ParquetLimits::default();
+fn limits(max_page_size: Option<i64>, verify_checksums: bool) -> PyResult<ParquetLimits> {
+    let mut limits = ParquetLimits {
+        verify_checksums,
+        ..Default::default()
+    };
     if let Some(n) = max_page_size {
         limits.max_page_size = params::size("max_page_size", n).or_raise()?;
     }
@@ -49,11 +52,12 @@ fn open<'py>(
     source: &Bound<'py, PyAny>,
     at: PathOptions<'_, 'py>,
     max_page_size: Option<i64>,
+    verify_checksums: bool,
     threads: Option<usize>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<ParquetFile> {
     let source = parquet_source(source, at)?;
-    let limits = limits(max_page_size)?;
+    let limits = limits(max_page_size, verify_checksums)?;
     let pool = pool_or_default(pool);
     py.detach(|| ParquetFile::open(source, limits, pool, threads))
         .map_err(failed)
@@ -78,7 +82,8 @@ fn read<'py>(
 /// and columns on request, zstd pages decompressed with pooled contexts. Reads take no lock:
 /// several threads may read one file at once. `source` is bytes-like (read without copying),
 /// a path, or a seekable binary file object; `max_page_size` bounds what one page may declare
-/// uncompressed (default 2 GiB), checked before anything is allocated.
+/// uncompressed (default 2 GiB), checked before anything is allocated. With
+/// `page_checksum_verification`, each page whose header gives a CRC is checked against it.
 #[pyclass(frozen, name = "ParquetFile", module = "zstdpool.parquet")]
 pub struct PyParquetFile {
     file: RwLock<Option<Arc<ParquetFile>>>,
@@ -98,12 +103,13 @@ impl PyParquetFile {
 #[pymethods]
 impl PyParquetFile {
     #[new]
-    #[pyo3(signature = (source, *, max_page_size=None, use_threads=true, threads=None, pool=None, filesystem=None, storage_options=None))]
+    #[pyo3(signature = (source, *, max_page_size=None, page_checksum_verification=false, use_threads=true, threads=None, pool=None, filesystem=None, storage_options=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         source: &Bound<'_, PyAny>,
         #[pyo3(from_py_with = args::arg::<args::MaxPageSize, _>)] max_page_size: Option<i64>,
+        page_checksum_verification: bool,
         use_threads: bool,
         #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
         pool: Option<&Bound<'_, PyContextPool>>,
@@ -112,7 +118,15 @@ impl PyParquetFile {
     ) -> PyResult<Self> {
         let threads = self::threads(threads, use_threads)?;
         let at = PathOptions::new(filesystem, storage_options);
-        let file = open(py, source, at, max_page_size, threads, pool)?;
+        let file = open(
+            py,
+            source,
+            at,
+            max_page_size,
+            page_checksum_verification,
+            threads,
+            pool,
+        )?;
         Ok(PyParquetFile {
             schema: file.schema().clone(),
             file: RwLock::new(Some(Arc::new(file))),
@@ -300,8 +314,10 @@ impl PyParquetBatches {
 /// file are decoded on several threads (`threads`, or `use_threads=False` for one); zstd pages
 /// are decompressed with pooled contexts. `source` is bytes-like (read without copying), a
 /// path, or a seekable binary file object; `max_page_size` bounds what a page may declare.
+/// With `page_checksum_verification`, each page whose header gives a CRC is checked against
+/// it before it is decompressed, and a mismatch is a ParquetError.
 #[pyfunction]
-#[pyo3(signature = (source, *, columns=None, row_groups=None, use_threads=true, threads=None, max_page_size=None, pool=None, filesystem=None, storage_options=None))]
+#[pyo3(signature = (source, *, columns=None, row_groups=None, use_threads=true, threads=None, max_page_size=None, page_checksum_verification=false, pool=None, filesystem=None, storage_options=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn read_table<'py>(
     py: Python<'py>,
@@ -311,13 +327,22 @@ pub fn read_table<'py>(
     use_threads: bool,
     #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
     #[pyo3(from_py_with = args::arg::<args::MaxPageSize, _>)] max_page_size: Option<i64>,
+    page_checksum_verification: bool,
     pool: Option<&Bound<'py, PyContextPool>>,
     filesystem: Option<&Bound<'py, PyAny>>,
     storage_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let threads = self::threads(threads, use_threads)?;
     let at = PathOptions::new(filesystem, storage_options);
-    let file = open(py, source, at, max_page_size, threads, pool)?;
+    let file = open(
+        py,
+        source,
+        at,
+        max_page_size,
+        page_checksum_verification,
+        threads,
+        pool,
+    )?;
     read(py, &file, columns, row_groups, None)
 }
 
@@ -331,7 +356,7 @@ pub fn read_schema<'py>(
     storage_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let at = PathOptions::new(filesystem, storage_options);
-    let file = open(py, source, at, None, Some(1), None)?;
+    let file = open(py, source, at, None, false, Some(1), None)?;
     schema_to_py(py, file.schema())
 }
 

@@ -741,6 +741,7 @@ class ParquetFile(_Lifecycle):
         source: _Source,
         *,
         max_page_size: int | None = None,
+        page_checksum_verification: bool = False,
         use_threads: bool = True,
         threads: int | None = None,
         pool: ContextPool | None = None,
@@ -783,6 +784,7 @@ def read_table(
     use_threads: bool = True,
     threads: int | None = None,
     max_page_size: int | None = None,
+    page_checksum_verification: bool = False,
     pool: ContextPool | None = None,
     filesystem: Any | None = None,
     storage_options: dict[str, Any] | None = None,
@@ -801,7 +803,7 @@ class DatasetScanner:
         source: str | list[str],
         *,
         format: str = "parquet",
-        partitioning: Literal["hive", "directory"] | None = None,
+        partitioning: Literal["hive", "directory", "filename"] | None = None,
         partition_schema: pa.Schema | ArrowSchemaExportable | None = None,
         infer_partition_types: bool = True,
         infer_dictionary: bool = False,
@@ -809,6 +811,7 @@ class DatasetScanner:
         ignore_prefixes: list[str] | None = None,
         pool: ContextPool | None = None,
         storage_options: dict[str, Any] | None = None,
+        page_checksum_verification: bool = False,
     ) -> DatasetScanner: ...
     @property
     def schema(self) -> pa.Schema: ...

@@ -671,9 +671,10 @@ def _open(
     pool: ContextPool | None,
     infer_dictionary: bool = False,
     storage_options: dict[str, Any] | None = None,
+    page_checksum_verification: bool = False,
 ) -> Dataset:
-    """``dataset``, with inferred partition types as dictionaries on request (what
-    ``zstdpool.parquet.read_table`` asks for, as pyarrow's does)."""
+    """``dataset``, with inferred partition types as dictionaries and page checksums
+    verified on request (what ``zstdpool.parquet.read_table`` asks for, as pyarrow's does)."""
     source, storage_options = _fs.resolve(source, filesystem, storage_options, "source")
     fmt = format.lower()
     if fmt not in ("parquet", "ipc", "arrow", "feather"):
@@ -702,6 +703,7 @@ def _open(
             ignore_prefixes=list(ignore_prefixes),
             pool=pool,
             storage_options=storage_options,
+            page_checksum_verification=page_checksum_verification,
             **keywords,
         )
 

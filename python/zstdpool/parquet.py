@@ -179,6 +179,7 @@ def read_table(
     row_groups: Sequence[int] | None = None,
     threads: int | None = None,
     max_page_size: int | None = None,
+    page_checksum_verification: bool = False,
     pool: ContextPool | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> pa.Table:
@@ -194,7 +195,9 @@ def read_table(
     dotted paths into nested columns); ``use_pandas_metadata`` adds the pandas index columns
     to them. Files are read on
     several threads (``threads``; one with ``use_threads=False``), zstd pages decompressed
-    with pooled contexts. ``row_groups`` and ``max_page_size`` apply to a single file.
+    with pooled contexts. ``row_groups`` and ``max_page_size`` apply to a single file. With
+    ``page_checksum_verification``, each page whose header gives a CRC (pyarrow's and
+    zstdpool's ``write_page_checksum=True``) is checked against it, and a mismatch raises.
 
     ``source`` may be an object store URL ("s3://bucket/key" or a prefix), or a list of them,
     with ``storage_options`` as ``zstdpool.dataset.dataset`` takes them, or a path of
@@ -232,6 +235,7 @@ def read_table(
             pool,
             infer_dictionary=True,
             storage_options=storage_options,
+            page_checksum_verification=page_checksum_verification,
         )
         if cols is not None and use_pandas_metadata:
             cols = _with_pandas_index(ds.schema, cols)
@@ -247,6 +251,7 @@ def read_table(
         row_groups=list(row_groups) if row_groups is not None else None,
         threads=n,
         max_page_size=max_page_size,
+        page_checksum_verification=page_checksum_verification,
         pool=pool,
     )
     if schema is not None:

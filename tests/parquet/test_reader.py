@@ -7,11 +7,14 @@ import io
 import random
 import threading
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import zstdpool
 import zstdpool.parquet as zp
+from zstdpool.errors import ParquetError
 
 from tests.helpers.parquet import pyarrow_write
 from tests.helpers.peers import np
@@ -219,3 +222,65 @@ def test_int96_timestamps_outside_the_nanosecond_range_read_as_pyarrow_reads_the
     else:
         assert ours.schema == theirs.schema
         assert ours.column("t").cast(pa.int64()).equals(theirs.column("t").cast(pa.int64()))
+
+
+# --- page checksums ---------------------------------------------------------------------------
+
+
+def _checksummed(path: Path, writer: str, **options: Any) -> None:
+    table = pa.table({"v": pa.array(range(5000), pa.int64()), "s": [f"s{i}" for i in range(5000)]})
+    write = zp.write_table if writer == "zstdpool" else pq.write_table
+    write(table, path, write_page_checksum=True, use_dictionary=False, **options)
+
+
+def _flip_last_byte_of_first_chunk(path: Path) -> None:
+    """One byte of the first column's last page body changed: its values read otherwise (or
+    fail to decompress), and only the page's CRC says it is not what was written."""
+    column = pq.read_metadata(path).row_group(0).column(0)
+    at = column.data_page_offset + column.total_compressed_size - 1
+    raw = bytearray(path.read_bytes())
+    raw[at] ^= 0x01
+    path.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("writer", ["zstdpool", "pyarrow"])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"compression": "none"},
+        {"compression": "zstd"},
+        {"compression": "snappy"},
+        {"compression": "zstd", "data_page_version": "2.0"},
+    ],
+    ids=str,
+)
+def test_page_checksums_are_verified_on_request(
+    tmp_path: Path, writer: str, options: dict[str, Any]
+) -> None:
+    path = tmp_path / "f.parquet"
+    _checksummed(path, writer, **options)
+    whole = pq.read_table(path)
+    # A whole file reads alike with and without verification.
+    assert zp.read_table(path, page_checksum_verification=True).equals(whole)
+    _flip_last_byte_of_first_chunk(path)
+    with pytest.raises(OSError, match="CRC"):
+        pq.read_table(path, page_checksum_verification=True)
+    for read in (
+        lambda: zp.read_table(path, page_checksum_verification=True),
+        lambda: zp.ParquetFile(path, page_checksum_verification=True).read(),
+        lambda: zp.read_table([path], page_checksum_verification=True),
+        lambda: zp.read_table(path, page_checksum_verification=True, filters=[("v", ">=", 0)]),
+    ):
+        with pytest.raises(ParquetError, match="page checksum verification failed"):
+            read()
+    # The other column, whose pages are whole, still reads.
+    assert zp.read_table(path, columns=["s"], page_checksum_verification=True)["s"].equals(
+        whole["s"]
+    )
+
+
+def test_a_file_without_checksums_reads_with_verification_on(tmp_path: Path) -> None:
+    path = tmp_path / "f.parquet"
+    table = pa.table({"v": pa.array(range(100), pa.int64())})
+    pq.write_table(table, path, compression="none")
+    assert zp.read_table(path, page_checksum_verification=True).equals(table)

@@ -55,6 +55,27 @@ pub(crate) fn uncompressed_page_size(header: &[u8]) -> Result<usize> {
     }
 }
 
+/// `PageHeader.crc` (field 4), from the serialized header: the CRC-32 of the page's bytes as
+/// stored (compressed), where the writer wrote one.
+pub(crate) fn page_crc(header: &[u8]) -> Result<Option<u32>> {
+    let mut r = Reader { buf: header, at: 0 };
+    let mut last = 0i16;
+    while let Some((id, kind)) = r.field(&mut last)? {
+        if id == 4 {
+            if kind != I32 {
+                return Err(corrupt("its crc is not an i32"));
+            }
+            // The CRC's 32 bits, stored as a signed i32.
+            return Ok(Some(r.zigzag()? as i32 as u32));
+        }
+        if id > 4 {
+            return Ok(None);
+        }
+        r.skip(kind, 0)?;
+    }
+    Ok(None)
+}
+
 /// A serialized `BloomFilterHeader`'s `num_bytes` (field 1: the bitset's length), and the
 /// header's own length: where its bitset starts. The parquet crate reads its bitset as
 /// whatever bytes the column's `bloom_filter_length` leaves after the header, so a header and
@@ -265,6 +286,25 @@ pub(crate) struct PageWatch {
     reads: [Option<u64>; 2],
     /// The size the last page body's header declares, or why it could not be read.
     pub(crate) next: Option<Result<usize>>,
+    /// With checksums verified: the CRC the last page body's header gives (None where it
+    /// gives none), or why it could not be read.
+    pub(crate) crc: Option<Result<Option<u32>>>,
+}
+
+impl PageWatch {
+    /// Notes what the header of the page about to be read says.
+    fn saw(&mut self, header: Result<Bytes>, checksums: bool) {
+        match header {
+            Ok(header) => {
+                self.next = Some(uncompressed_page_size(&header));
+                self.crc = checksums.then(|| page_crc(&header));
+            }
+            Err(e) => {
+                self.next = Some(Err(e));
+                self.crc = None;
+            }
+        }
+    }
 }
 
 /// A chunk's source that notes each page header the crate reads (see the module's comment).
@@ -274,6 +314,8 @@ pub(crate) struct WatchedSource {
     /// Where the chunk's pages start, sorted, when the crate reads them by the offset index:
     /// it then asks for a page's header and body in one range, whose start is one of these.
     pub(crate) page_starts: Vec<u64>,
+    /// Whether each header's CRC is noted too (`page_checksum_verification`).
+    pub(crate) checksums: bool,
 }
 
 impl Length for WatchedSource {
@@ -299,19 +341,19 @@ impl ChunkReader for WatchedSource {
             // A whole page, its header first.
             let page = self.inner.get_bytes(start, length)?;
             let mut watch = self.watch.lock().unwrap_or_else(|p| p.into_inner());
-            watch.next = Some(uncompressed_page_size(&page));
+            watch.saw(Ok(page.clone()), self.checksums);
             return Ok(page);
         }
         let mut watch = self.watch.lock().unwrap_or_else(|p| p.into_inner());
         let header_at = watch.reads.iter().flatten().copied().find(|&at| at < start);
-        watch.next = Some(match header_at {
+        let header = match header_at {
             Some(at) => self
                 .inner
                 .get_bytes(at, (start - at) as usize)
-                .map_err(Error::from)
-                .and_then(|header| uncompressed_page_size(&header)),
+                .map_err(Error::from),
             None => Err(Error::Parquet("a page was read without its header".into())),
-        });
+        };
+        watch.saw(header, self.checksums);
         drop(watch);
         self.inner.get_bytes(start, length)
     }

@@ -28,18 +28,23 @@ use crate::context::DecompressParams;
 use crate::error::{Error, Result};
 use crate::pool::ContextPool;
 
-/// Limits on what a Parquet reader allocates for data it has not seen yet.
+/// Limits on what a Parquet reader allocates for data it has not seen yet, and the checks it
+/// makes of what it reads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ParquetLimits {
     /// The most bytes one page may hold once decompressed: checked against the size its header
     /// declares before anything is allocated.
     pub max_page_size: usize,
+    /// Whether each page whose header gives a CRC is checked against it before it is
+    /// decompressed (pyarrow's `page_checksum_verification`).
+    pub verify_checksums: bool,
 }
 
 impl Default for ParquetLimits {
     fn default() -> Self {
         ParquetLimits {
             max_page_size: i32::MAX as usize,
+            verify_checksums: false,
         }
     }
 }
@@ -166,9 +171,10 @@ impl ColumnPages {
             .and_then(|index| index.get(group_index)?.get(self.column))
             .map(|index| index.page_locations().clone())
             .filter(|l| tiles(l, chunk.byte_range(), rows));
-        // Uncompressed chunks have nothing to allocate from a header; LZO is refused by the
-        // crate.
-        if matches!(codec, Compression::UNCOMPRESSED | Compression::LZO) {
+        // Uncompressed chunks have nothing to allocate from a header (unless their checksums
+        // are verified); LZO is refused by the crate.
+        let plain_chunk = codec == Compression::UNCOMPRESSED && !self.limits.verify_checksums;
+        if plain_chunk || codec == Compression::LZO {
             return Ok(Box::new(SerializedPageReader::new(
                 source, chunk, rows, locations,
             )?));
@@ -197,6 +203,7 @@ impl ColumnPages {
             inner: self.source.clone(),
             watch: sizes.clone(),
             page_starts,
+            checksums: self.limits.verify_checksums,
         });
         Ok(Box::new(Stepped {
             inner: Box::new(SerializedPageReader::new(watched, &plain, rows, locations)?),
@@ -307,13 +314,27 @@ impl PageStep for Decompression {
 
 impl Decompression {
     fn decompress(&mut self, page: Page) -> Result<Page> {
-        let declared = self
-            .sizes
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .next
-            .take()
+        let (declared, crc) = {
+            let mut watch = self.sizes.lock().unwrap_or_else(|p| p.into_inner());
+            (watch.next.take(), watch.crc.take())
+        };
+        let declared = declared
             .unwrap_or_else(|| Err(Error::Parquet("a page was read without its header".into())))?;
+        if let Some(expected) = crc.transpose()?.flatten() {
+            let mut computed = flate2::Crc::new();
+            computed.update(page.buffer());
+            if computed.sum() != expected {
+                return Err(Error::Parquet(format!(
+                    "page checksum verification failed: the page's CRC-32 is {:#010x}, its \
+                     header's {expected:#010x}",
+                    computed.sum()
+                )));
+            }
+        }
+        if self.codec == Compression::UNCOMPRESSED {
+            // Read through this stage only to have its checksum verified.
+            return Ok(page);
+        }
         let limit = self.limits.max_page_size;
         if declared > limit {
             return Err(Error::Limit(format!(

@@ -277,7 +277,10 @@ fn limits_encryption_and_hostile_footers_are_refused() {
     let bytes = write(&[batch(5000, 0)], WriteOptions::default(), &pool);
     let file = ParquetFile::open(
         ParquetSource::memory(arrow_buffer::Buffer::from_vec(bytes.clone())),
-        ParquetLimits { max_page_size: 100 },
+        ParquetLimits {
+            max_page_size: 100,
+            ..Default::default()
+        },
         &pool,
         Some(1),
     )

@@ -195,6 +195,13 @@ impl Dataset {
         &self.schema
     }
 
+    /// The dataset with each Parquet page whose header gives a CRC checked against it
+    /// (`page_checksum_verification`).
+    pub fn verifying_checksums(mut self, verify: bool) -> Self {
+        self.parquet_limits.verify_checksums = verify;
+        self
+    }
+
     /// The partition fields, typed.
     pub fn partition_schema(&self) -> &SchemaRef {
         &self.found.schema
