@@ -84,3 +84,64 @@ def test_large_files_read_by_ranges(
     ranged = [p for m, p in proxy.seen if m == "GET"]
     assert ranged, "read through the proxy"
     assert len(ranged) < 20
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """An endpoint that accepts connections and never answers (a hung server)."""
+    import socket
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            held.append(conn)
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    server.close()
+
+
+@pytest.mark.parametrize(
+    ("options", "at_least", "at_most"),
+    [
+        # object_store's name and pyarrow's, seconds or with a unit; no retries.
+        ({"timeout": "1s", "max_retries": 0}, 0.9, 2.0),
+        ({"request_timeout": 1, "max_retries": 0}, 0.9, 2.0),
+        # Requests timing out are tried again until retry_timeout has passed.
+        ({"timeout": "500ms", "retry_timeout": "2s", "max_retries": 100}, 1.9, 4.0),
+    ],
+    ids=["timeout", "request_timeout", "retry_timeout"],
+)
+def test_timeouts_in_storage_options_are_honoured(
+    silent_endpoint: str, options: dict[str, object], at_least: float, at_most: float
+) -> None:
+    import time
+
+    opts = {
+        "endpoint": silent_endpoint,
+        "access_key_id": KEY,
+        "secret_access_key": SECRET,
+        "region": "us-east-1",
+        **options,
+    }
+    start = time.monotonic()
+    with pytest.raises(OSError, match="s3://b/k.parquet"):
+        zpq.read_table("s3://b/k.parquet", storage_options=opts)
+    took = time.monotonic() - start
+    assert at_least <= took <= at_most, took

@@ -146,8 +146,11 @@ impl Store {
     /// aliases) names, configured by `options` (object_store's keys: "endpoint", "region",
     /// "access_key_id", "allow_http", ...; AWS_* and GOOGLE_* environment variables fill in
     /// what they leave out) and the client's own keys ("max_in_flight", "part_size",
-    /// "max_retries", "retry_timeout"). Returns the store and the URL's prefix. Nothing is
-    /// requested yet.
+    /// "max_retries", "retry_timeout"). The timeouts take object_store's and pyarrow's names:
+    /// "timeout" or "request_timeout" for each request (object_store's 30 s by default),
+    /// "connect_timeout" for a connection (5 s); a request that fails or times out is tried
+    /// again up to "max_retries" times (10) within "retry_timeout" (180 s). Returns the store
+    /// and the URL's prefix. Nothing is requested yet.
     ///
     /// Stores are kept by bucket and options, per process: a client's TLS set-up and its
     /// connections are made once, not on every write or read (a child process after a fork
@@ -200,6 +203,18 @@ impl Store {
                 }
                 "max_retries" => client.retry.max_retries = option_number(k, v)? as usize,
                 "retry_timeout" => client.retry.retry_timeout = option_duration(k, v)?,
+                // Each request's timeout, by object_store's name ("timeout") or pyarrow's
+                // S3FileSystem's ("request_timeout"), and the connection's: seconds as
+                // pyarrow gives them, or a duration with its unit, as object_store does.
+                "timeout" | "request_timeout" | "connect_timeout" => {
+                    let name = if lower == "connect_timeout" {
+                        "connect_timeout"
+                    } else {
+                        "timeout"
+                    };
+                    let millis = option_duration(k, v)?.as_millis();
+                    rest.push((name.to_string(), format!("{millis}ms")));
+                }
                 _ => {
                     if lower.ends_with("endpoint") || lower.ends_with("endpoint_url") {
                         endpoint_http = v.starts_with("http://");

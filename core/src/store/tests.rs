@@ -29,6 +29,14 @@ fn options_are_checked_and_named() {
     assert!(e.contains("no_such_option"), "{e}");
     let e = open("retry_timeout", "soon").unwrap_err().to_string();
     assert!(e.contains("retry_timeout"), "{e}");
+    for name in ["timeout", "request_timeout", "connect_timeout"] {
+        let e = open(name, "soon").unwrap_err().to_string();
+        assert!(e.contains(name), "{e}");
+        // Seconds as pyarrow gives them, or a duration with its unit.
+        for value in ["1.5", "2s", "750ms"] {
+            assert!(open(name, value).is_ok(), "{name}={value}");
+        }
+    }
     let (store, prefix) = Store::open(
         "s3://b/p/q",
         &[
