@@ -86,6 +86,25 @@ def test_large_files_read_by_ranges(
     assert len(ranged) < 20
 
 
+def test_a_large_object_read_whole_takes_few_requests(
+    env: None, moto: MotoServer, bucket: str, proxy: Proxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """32 MB in four row groups: the chunks a whole read decodes are fetched together
+    (object_store's get_ranges, coalesced and concurrent), not a 1 MiB window at a time."""
+    n = 4_000_000
+    big = pa.table({"x": pa.array(range(n), pa.int64())})
+    zpq.write_table(big, f"s3://{bucket}/big.parquet", compression="none", row_group_size=n // 4)
+    size = client(moto.endpoint).head_object(Bucket=bucket, Key="big.parquet")["ContentLength"]
+    assert size > 30 << 20
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+    proxy.clear()
+    assert zpq.read_table(f"s3://{bucket}/big.parquet").equals(big)
+    gets = [p for m, p in proxy.seen if m == "GET" and p.endswith("/big.parquet")]
+    # The footer's tail, and at most a request per chunk, where a 1 MiB window at a time
+    # took more than 30.
+    assert 0 < len(gets) <= 1 + 4, gets
+
+
 @pytest.fixture
 def silent_endpoint() -> Iterator[str]:
     """An endpoint that accepts connections and never answers (a hung server)."""

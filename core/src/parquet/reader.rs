@@ -481,6 +481,21 @@ impl ParquetFile {
         threads: Option<usize>,
     ) -> Result<Vec<RecordBatch>> {
         let groups = self.check_row_groups(row_groups)?;
+        // Every chunk this read decodes, asked for at once: a store fetches them with
+        // concurrent, coalesced requests where page-by-page reads would be one after another.
+        let chunks: Vec<std::ops::Range<u64>> = groups
+            .iter()
+            .flat_map(|&g| {
+                let group = self.metadata.row_group(g);
+                projection.roots.iter().flat_map(move |(_, leaves)| {
+                    leaves.iter().map(move |&l| {
+                        let (start, len) = group.column(l).byte_range();
+                        start..start.saturating_add(len)
+                    })
+                })
+            })
+            .collect();
+        self.source.prefetch(&chunks)?;
         let levels: Vec<FieldLevels> = projection
             .roots
             .iter()

@@ -17,6 +17,12 @@ pub trait ReadAt: Send + Sync {
     fn size(&self) -> io::Result<u64>;
     /// Fills `buf` from `offset`; fewer bytes only at the end of the input.
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+    /// Says that `ranges` are about to be read: an input whose reads are requests (an
+    /// object store's) fetches them now, together; others need not do anything.
+    fn prefetch(&self, ranges: &[std::ops::Range<u64>]) -> io::Result<()> {
+        let _ = ranges;
+        Ok(())
+    }
 }
 
 impl ReadAt for File {
@@ -50,6 +56,14 @@ impl ParquetSource {
     pub fn read_at(input: Arc<dyn ReadAt>) -> io::Result<Self> {
         let len = input.size()?;
         Ok(ParquetSource::At { input, len })
+    }
+
+    /// Says that `ranges` are about to be read (see [`ReadAt::prefetch`]).
+    pub fn prefetch(&self, ranges: &[std::ops::Range<u64>]) -> io::Result<()> {
+        match self {
+            ParquetSource::Memory(_) => Ok(()),
+            ParquetSource::At { input, .. } => input.prefetch(ranges),
+        }
     }
 
     fn check_range(&self, start: u64, length: usize) -> ::parquet::errors::Result<()> {

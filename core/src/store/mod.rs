@@ -460,6 +460,13 @@ impl Store {
         block_on(self.0.store.get_range(&k, range))?.map_err(|e| self.error("read", path, e))
     }
 
+    /// `ranges` of the object `key`, fetched with object_store's `get_ranges`: ranges less
+    /// than its gap apart are coalesced, and the requests run concurrently.
+    pub fn get_ranges(&self, path: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let k = key(path)?;
+        block_on(self.0.store.get_ranges(&k, ranges))?.map_err(|e| self.error("read", path, e))
+    }
+
     /// Writes `key` (see [`ObjectWriter`]: nothing is under the key until it is committed).
     pub fn create(&self, path: &str) -> Result<ObjectWriter> {
         ObjectWriter::new(self.clone(), key(path)?, path.to_string())
@@ -498,6 +505,9 @@ pub struct StoreObject {
     tail: std::sync::OnceLock<Bytes>,
     /// The last [`KEPT_WINDOWS`] windows fetched (their offsets and bytes), the newest last.
     windows: std::sync::Mutex<std::collections::VecDeque<(u64, Bytes)>>,
+    /// The ranges a whole read said it would read ([`ReadAt::prefetch`]), fetched together,
+    /// by offset; kept while the object is read.
+    prefetched: std::sync::Mutex<Vec<(u64, Bytes)>>,
 }
 
 /// What a read near an object's end fetches at once (the parquet crate's own footer
@@ -526,6 +536,7 @@ impl StoreObject {
             size,
             tail: std::sync::OnceLock::new(),
             windows: Default::default(),
+            prefetched: Default::default(),
         }
     }
 
@@ -538,27 +549,75 @@ impl StoreObject {
             })
     }
 
-    /// Copies `offset..offset + buf.len()` from a window fetched before, if one holds it.
+    /// Copies `offset..offset + buf.len()` from a window or a range fetched before, if one
+    /// holds it.
     fn read_from_windows(&self, offset: u64, buf: &mut [u8]) -> bool {
-        let windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
-        let end = offset + buf.len() as u64;
-        match windows
-            .iter()
-            .find(|(start, data)| *start <= offset && end <= start + data.len() as u64)
-        {
-            Some((start, data)) => {
-                let at = (offset - start) as usize;
-                buf.copy_from_slice(&data[at..at + buf.len()]);
-                true
-            }
-            None => false,
+        let prefetched = self.prefetched.lock().unwrap_or_else(|p| p.into_inner());
+        if copy_from(prefetched.iter(), offset, buf) {
+            return true;
         }
+        drop(prefetched);
+        let windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
+        copy_from(windows.iter(), offset, buf)
+    }
+}
+
+/// Copies `offset..offset + buf.len()` from the first of `pieces` (offsets and bytes) that
+/// holds it; false if none does.
+fn copy_from<'a>(
+    mut pieces: impl Iterator<Item = &'a (u64, Bytes)>,
+    offset: u64,
+    buf: &mut [u8],
+) -> bool {
+    let end = offset + buf.len() as u64;
+    match pieces.find(|(start, data)| *start <= offset && end <= start + data.len() as u64) {
+        Some((start, data)) => {
+            let at = (offset - start) as usize;
+            buf.copy_from_slice(&data[at..at + buf.len()]);
+            true
+        }
+        None => false,
     }
 }
 
 impl ReadAt for StoreObject {
     fn size(&self) -> io::Result<u64> {
         Ok(self.size)
+    }
+
+    /// Fetches the ranges not already at hand in one call of object_store's `get_ranges`
+    /// (coalesced, concurrent): a large file read whole takes a few concurrent requests
+    /// instead of a window's request after another.
+    fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
+        let tail_start = self.size.saturating_sub(TAIL);
+        let wanted: Vec<Range<u64>> = {
+            let have = self.prefetched.lock().unwrap_or_else(|p| p.into_inner());
+            let mut wanted: Vec<Range<u64>> = ranges
+                .iter()
+                .map(|r| r.start..r.end.min(self.size))
+                .filter(|r| r.start < r.end && r.start < tail_start)
+                .filter(|r| {
+                    !have
+                        .iter()
+                        .any(|(s, d)| *s <= r.start && r.end <= s + d.len() as u64)
+                })
+                .collect();
+            wanted.sort_by_key(|r| r.start);
+            wanted
+        };
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        let fetched = self
+            .store
+            .get_ranges(&self.path, &wanted)
+            .map_err(|e| match e {
+                Error::Io(io) => io,
+                other => io::Error::other(other.to_string()),
+            })?;
+        let mut have = self.prefetched.lock().unwrap_or_else(|p| p.into_inner());
+        have.extend(wanted.iter().map(|r| r.start).zip(fetched));
+        Ok(())
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
