@@ -488,10 +488,9 @@ impl ParquetFile {
             .flat_map(|&g| {
                 let group = self.metadata.row_group(g);
                 projection.roots.iter().flat_map(move |(_, leaves)| {
-                    leaves.iter().map(move |&l| {
-                        let (start, len) = group.column(l).byte_range();
-                        start..start.saturating_add(len)
-                    })
+                    leaves
+                        .iter()
+                        .filter_map(move |&l| chunk_range(group.column(l)))
                 })
             })
             .collect();
@@ -613,6 +612,20 @@ impl ParquetFile {
             done: false,
         })
     }
+}
+
+/// Where a column chunk's bytes lie, as the crate's `byte_range` says, but None for a footer
+/// whose offset or size is negative (`byte_range` asserts on them): a range asked for ahead
+/// of a read only, which the read itself then refuses.
+fn chunk_range(
+    chunk: &::parquet::file::metadata::ColumnChunkMetaData,
+) -> Option<std::ops::Range<u64>> {
+    let start = chunk
+        .dictionary_page_offset()
+        .unwrap_or(chunk.data_page_offset());
+    let start = u64::try_from(start).ok()?;
+    let len = u64::try_from(chunk.compressed_size()).ok()?;
+    Some(start..start.saturating_add(len))
 }
 
 /// Checks that decoding a column of a row group can have what it allocates for certain: a page

@@ -325,6 +325,90 @@ def store_workload(case: StoreCase) -> Workload:
     )
 
 
+#: Rows of the one large object read whole, per profile (32 bytes a row, about half of it
+#: left by zstd: the quick profile's object is about 60 MB).
+LARGE_ROWS: dict[str, int] = {"tiny": 100_000, "quick": 4_000_000, "full": 4_000_000}
+
+
+@functools.cache
+def _large_object(rows: int) -> tuple[str, int]:
+    """One Parquet object of ``rows`` rows of the dataset group's table, written by
+    zstdpool; its key and size."""
+    import zstdpool.parquet as zp
+    from zstdpool._bench import s3server
+
+    key = f"large-{rows}.parquet"
+    zp.write_table(
+        partitioned_table(rows, 1000),
+        f"s3://{_bucket()}/{key}",
+        compression_level=LEVEL,
+        storage_options=s3server.storage_options(_endpoint(0.0)),
+    )
+    head = s3server.boto_client(_endpoint(0.0)).head_object(Bucket=_bucket(), Key=key)
+    return key, int(head["ContentLength"])
+
+
+def large_object_workload(rows: int) -> Workload:
+    """One large object read whole: zstdpool's reader against one bare GET of the object
+    (what no reader of it can beat), pyarrow's and polars'."""
+
+    def zstdpool_read(stack: ExitStack) -> Timed:
+        import zstdpool.parquet as zp
+        from zstdpool._bench import s3server
+
+        key, _ = _large_object(rows)
+        opts = s3server.storage_options(_endpoint(0.0))
+        return lambda: zp.read_table(f"s3://{_bucket()}/{key}", storage_options=opts)
+
+    def pyarrow_read(stack: ExitStack) -> Timed:
+        import pyarrow.parquet as pq
+
+        key, _ = _large_object(rows)
+        fs = _s3_filesystem(StoreCase(rows, 1, "read", 0.0))
+        return lambda: pq.read_table(f"{_bucket()}/{key}", filesystem=fs)
+
+    def polars_read(stack: ExitStack) -> Timed:
+        import polars as pl
+
+        from zstdpool._bench import s3server
+
+        key, _ = _large_object(rows)
+        opts = s3server.storage_options(_endpoint(0.0), allow_http="true")
+        return lambda: pl.read_parquet(f"s3://{_bucket()}/{key}", storage_options=opts)
+
+    def one_get(stack: ExitStack) -> Timed:
+        key, _ = _large_object(rows)
+        endpoint = _endpoint(0.0)
+        return lambda: _raw_requests(endpoint, "GET", (key,), b"")
+
+    def check_rows(out: Any) -> None:
+        got = _rows(out)
+        if got != rows:
+            raise AssertionError(f"{got} rows, {rows} expected")
+
+    req = ("moto", "boto3")
+    name = f"store read, one object of {rows} rows"
+    return Workload(
+        name=name,
+        group="store",
+        description=(
+            f"{name}: one Parquet object (the dataset group's table, zstd level {LEVEL}) read "
+            "whole from moto's S3 server, its own process on 127.0.0.1; the floor is one bare "
+            "GET of the object."
+        ),
+        contenders=(
+            Contender("zstdpool", zstdpool_read, check_rows, requires=req),
+            Contender(
+                "pyarrow (S3FileSystem)", pyarrow_read, check_rows, requires=(*req, "pyarrow")
+            ),
+            Contender("polars", polars_read, check_rows, requires=(*req, "polars")),
+            Contender("one GET", one_get, requires=req),
+        ),
+        nbytes=partitioned_table(rows, 1000).nbytes,
+        slow=True,
+    )
+
+
 @register_source
 def store_workloads(profile: Profile) -> Iterator[Workload]:
     """The object store workloads (none without numpy)."""
@@ -337,3 +421,4 @@ def store_workloads(profile: Profile) -> Iterator[Workload]:
     for delay in (0.0, DELAY):
         for op in ("write", "read"):
             yield store_workload(StoreCase(rows, partitions, op, delay))
+    yield large_object_workload(LARGE_ROWS.get(profile.name, LARGE_ROWS["quick"]))
