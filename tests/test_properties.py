@@ -95,7 +95,7 @@ def test_feather(table: pa.Table) -> None:
 
 def _stored(t: pa.DataType) -> pa.DataType:
     """The type zstdpool reads back from Parquet where pyarrow reads back `t` (README, Parquet):
-    seconds as milliseconds and list views as lists."""
+    seconds as milliseconds; list views are restored from `ARROW:schema`, as pyarrow's are."""
     if pa.types.is_timestamp(t) and t.unit == "s":
         return pa.timestamp("ms", t.tz)
     if pa.types.is_time32(t) and t.unit == "s":
@@ -104,9 +104,13 @@ def _stored(t: pa.DataType) -> pa.DataType:
         # Stored as date32 by both; pyarrow reads its own back as date32, and zstdpool's (whose
         # ARROW:schema keeps date64) as date64: the same dates, compared as one type here.
         return pa.date32()
-    if pa.types.is_list_view(t) or pa.types.is_list(t):
+    if pa.types.is_list_view(t):
+        return pa.list_view(t.value_field.with_type(_stored(t.value_type)))
+    if pa.types.is_large_list_view(t):
+        return pa.large_list_view(t.value_field.with_type(_stored(t.value_type)))
+    if pa.types.is_list(t):
         return pa.list_(t.value_field.with_type(_stored(t.value_type)))
-    if pa.types.is_large_list_view(t) or pa.types.is_large_list(t):
+    if pa.types.is_large_list(t):
         return pa.large_list(t.value_field.with_type(_stored(t.value_type)))
     if pa.types.is_fixed_size_list(t):
         return pa.list_(t.value_field.with_type(_stored(t.value_type)), t.list_size)

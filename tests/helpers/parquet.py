@@ -18,7 +18,8 @@ UNWRITABLE = {"month_day_nano_interval", "dense_union", "sparse_union"}
 #: Stored as pyarrow stores them: seconds as milliseconds, date64 (for pyarrow) as date32.
 COERCED = {"time32_s", "timestamp_s", "timestamp_s_utc", "timestamp_s_new_york", "date64"}
 
-#: Stored as the lists they are (Parquet has no list views).
+#: Stored as the lists they are (Parquet has no list views), declared list views in
+#: ARROW:schema, from which readers restore them.
 VIEWS = {"list_view", "large_list_view"}
 
 #: Written as their decoded values (pyarrow cannot write them at all).

@@ -40,7 +40,12 @@ def test_every_writable_type_round_trips(name: str, chunking: Any) -> None:
     data = zp.write_table(table, use_content_defined_chunking=chunking)
     assert isinstance(data, bytes)
     ours, theirs = zp.read_table(data), pyarrow_read(data)
-    if name in DECODED | VIEWS:
+    if name in VIEWS:
+        # Stored as lists, and restored from ARROW:schema by both readers, as pyarrow's are.
+        want = table.schema.field(0).type
+        assert ours.schema.field(0).type == want == theirs.schema.field(0).type, name
+        assert same_values(theirs, table) and same_values(ours, table), name
+    elif name in DECODED:
         assert same_values(theirs, table) and same_values(ours, table), name
     elif name in COERCED:
         # As pyarrow's own round trip gives them (seconds as milliseconds, date64 as date32);

@@ -19,7 +19,7 @@ use super::by_content;
 use super::dictionary::writes_given_dictionary;
 use super::int96;
 use super::options::{PageCodec, Properties, WriteOptions};
-use super::stored::{parquet_schema, parquet_schema_as, stored_schema};
+use super::stored::{declared_schema, parquet_schema, parquet_schema_as, stored_schema};
 use crate::error::Result;
 
 /// How many plans are kept: the schemas a process writes over and over are few.
@@ -115,7 +115,7 @@ impl Plan {
             plain,
         } = options.properties(&encoder_schema, &repaged, &sampled, &int96)?;
         if options.store_schema {
-            add_encoded_arrow_schema_to_metadata(&stored, &mut props);
+            add_encoded_arrow_schema_to_metadata(&declared_schema(schema, options), &mut props);
         }
         // The schema's own metadata (pandas' among it) also as the file's key-value pairs, as
         // pyarrow writes it, unless the caller set the same key.

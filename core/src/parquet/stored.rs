@@ -25,15 +25,25 @@ const SPARK_REFUSES: &[char] = &[' ', ',', ';', '{', '}', '(', ')', '\n', '\t', 
 /// The schema stored for `schema`: each field's type as `coerce` makes it, and under the Spark
 /// flavor each top-level name with the characters Spark refuses replaced, as pyarrow does.
 pub(crate) fn stored_schema(schema: &Schema, options: &WriteOptions) -> Schema {
+    coerced_schema(schema, options, false)
+}
+
+/// The schema `ARROW:schema` declares: the stored one, but with list views as the list views
+/// they were, which readers restore from it (pyarrow's and zstdpool's read pyarrow's files so).
+pub(crate) fn declared_schema(schema: &Schema, options: &WriteOptions) -> Schema {
+    coerced_schema(schema, options, true)
+}
+
+fn coerced_schema(schema: &Schema, options: &WriteOptions, views: bool) -> Schema {
     Schema::new_with_metadata(
         schema
             .fields()
             .iter()
             .map(|f| {
-                let mut f = f
-                    .as_ref()
-                    .clone()
-                    .with_data_type(coerce(f.data_type(), options));
+                let mut f =
+                    f.as_ref()
+                        .clone()
+                        .with_data_type(coerce(f.data_type(), options, views));
                 if options.spark_names {
                     let name = f.name().replace(SPARK_REFUSES, "_");
                     f = f.with_name(name);
@@ -49,13 +59,14 @@ pub(crate) fn stored_schema(schema: &Schema, options: &WriteOptions) -> Schema {
 /// milliseconds, as pyarrow stores them (readers then see milliseconds, as after pyarrow);
 /// `coerce_timestamps` and the format version may coarsen timestamps further, and version 1.0
 /// has no unsigned 32-bit integers. There are no list views; a fixed-size binary dictionary
-/// is stored as its values, as is a boolean one.
-fn coerce(dt: &DataType, options: &WriteOptions) -> DataType {
+/// is stored as its values, as is a boolean one. With `views`, list views are kept (what
+/// `ARROW:schema` declares; the column writers are given lists).
+fn coerce(dt: &DataType, options: &WriteOptions, views: bool) -> DataType {
     let field = |f: &FieldRef| {
         Arc::new(
             f.as_ref()
                 .clone()
-                .with_data_type(coerce(f.data_type(), options)),
+                .with_data_type(coerce(f.data_type(), options, views)),
         )
     };
     map_types(dt, &|t| match t {
@@ -65,8 +76,9 @@ fn coerce(dt: &DataType, options: &WriteOptions) -> DataType {
         }
         DataType::Time32(TimeUnit::Second) => Some(DataType::Time32(TimeUnit::Millisecond)),
         DataType::UInt32 if options.format_version == FormatVersion::V1_0 => Some(DataType::Int64),
-        // Parquet has no list views; stored as the lists they are (polars 2.1 panics on a list
-        // view in `ARROW:schema`).
+        // Parquet has no list views: their values are stored as the lists they are.
+        DataType::ListView(f) if views => Some(DataType::ListView(field(f))),
+        DataType::LargeListView(f) if views => Some(DataType::LargeListView(field(f))),
         DataType::ListView(f) => Some(DataType::List(field(f))),
         DataType::LargeListView(f) => Some(DataType::LargeList(field(f))),
         // A fixed-size binary or boolean dictionary as its values (Parquet's own dictionary
@@ -74,7 +86,7 @@ fn coerce(dt: &DataType, options: &WriteOptions) -> DataType {
         // `ARROW:schema` declares a dictionary when arrow-rs wrote it ("Unencoded byte array
         // data bytes does not support FIXED_LEN_BYTE_ARRAY"), and the crate's reader cannot
         // read a boolean one.
-        t => values_only_dictionary(t).map(|v| coerce(v, options)),
+        t => values_only_dictionary(t).map(|v| coerce(v, options, views)),
     })
 }
 
