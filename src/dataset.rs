@@ -217,15 +217,15 @@ pub fn write_dataset<'py>(
     };
     let input = to_input(data)?;
     let pool = pool_or_default(pool);
-    let (result, written) = py.detach(move || {
+    let (result, written, note) = py.detach(move || {
         let mut input = match input.import() {
             Ok(input) => input,
-            Err(e) => return (Err(e), Vec::new()),
+            Err(e) => return (Err(e), Vec::new(), None),
         };
         let mut writer = match DatasetWriter::try_new_at(destination, input.schema(), options, pool)
         {
             Ok(w) => w,
-            Err(e) => return (Err(Failure::Encode(unwrap_py_error(e))), Vec::new()),
+            Err(e) => return (Err(Failure::Encode(unwrap_py_error(e))), Vec::new(), None),
         };
         let result = (|| -> Result<(), Failure> {
             while let Some(batch) = input.next_batch()? {
@@ -238,10 +238,11 @@ pub fn write_dataset<'py>(
                 .map_err(|e| Failure::Encode(unwrap_py_error(e)))?;
             Ok(())
         })();
-        if result.is_err() {
-            writer.abort();
-        }
-        (result, writer.written().to_vec())
+        let note = match result {
+            Err(_) => writer.abort(),
+            Ok(()) => None,
+        };
+        (result, writer.written().to_vec(), note)
     });
     match result {
         Ok(()) => files_list(py, &written),
@@ -249,7 +250,22 @@ pub fn write_dataset<'py>(
             let err = failure.into_err(data);
             err.value(py)
                 .setattr("completed_files", files_list(py, &written)?)?;
+            if let Some(note) = note {
+                add_note(py, &err, &note)?;
+            }
             Err(err)
         }
     }
+}
+
+/// Adds `note` to the exception `err` (PEP 678: shown under its message from Python 3.11;
+/// on 3.10 kept in `__notes__`).
+fn add_note(py: Python<'_>, err: &PyErr, note: &str) -> PyResult<()> {
+    let value = err.value(py);
+    if value.hasattr("add_note")? {
+        value.call_method1("add_note", (note,))?;
+    } else {
+        value.setattr("__notes__", PyList::new(py, [note])?)?;
+    }
+    Ok(())
 }

@@ -208,6 +208,32 @@ def test_a_large_file_is_a_multipart_upload(moto: MotoServer, bucket: str, proxy
     assert uploads.get("Uploads", []) == []
 
 
+def test_an_abort_the_store_does_not_answer_is_named_in_the_error(
+    moto: MotoServer, bucket: str, proxy: Proxy
+) -> None:
+    """A part's upload fails, and so does the abort that follows it (the connection is
+    dropped, as when the endpoint goes away): the parts stay in the bucket, and the error
+    says which upload and how to remove it."""
+    big = pa.table({"b": pa.array([os.urandom(1 << 16) for _ in range(200)], pa.binary())})
+    opts = storage_options(proxy.endpoint, part_size=5 << 20, max_retries=0)
+    proxy.fail(1, method="PUT", query="partNumber=2")
+    proxy.fail(3, method="DELETE", query="uploadId=", status=None)
+    with pytest.raises(OSError, match=f"s3://{bucket}/left") as raised:
+        zd.write_dataset(big, f"s3://{bucket}/left", storage_options=opts, compression="none")
+    notes = getattr(raised.value, "__notes__", [])
+    assert len(notes) == 1, (notes, str(raised.value))
+    assert "did not answer the abort of 1 multipart upload" in notes[0]
+    assert f"s3://{bucket}/left/part-0.parquet" in notes[0]
+    assert "abort-multipart-upload" in notes[0]
+    s3 = client(moto.endpoint)
+    uploads = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    assert [u["Key"] for u in uploads] == ["left/part-0.parquet"]
+    for u in uploads:  # what the note says to do
+        s3.abort_multipart_upload(Bucket=bucket, Key=u["Key"], UploadId=u["UploadId"])
+    assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    assert keys(moto.endpoint, bucket, "left") == []
+
+
 def test_server_errors_are_retried(moto: MotoServer, bucket: str, proxy: Proxy) -> None:
     proxy.fail(5, method="PUT", status=503)
     opts = storage_options(proxy.endpoint, retry_timeout="20s")

@@ -646,12 +646,30 @@ impl DatasetWriter {
     /// Gives up after a failure (the bindings' input failed, or a write did): open files are
     /// dropped (leaving nothing under their names) and the uploads already started are waited
     /// for, so that [`written`](Self::written) lists every file there is.
-    pub fn abort(&mut self) {
+    ///
+    /// Returns what the failure's error should add, if anything: the multipart uploads whose
+    /// abort the store did not answer, whose parts stay in the bucket, and how to remove them.
+    pub fn abort(&mut self) -> Option<String> {
         for p in self.partitions.values_mut() {
             p.file = None;
             p.pending.clear();
         }
         let _ = self.wait_for_uploads(false);
+        let Target::Store { store, .. } = &self.target else {
+            return None;
+        };
+        let unaborted = store.take_unaborted();
+        (!unaborted.is_empty()).then(|| {
+            format!(
+                "the store did not answer the abort of {} multipart upload(s), whose parts stay \
+                 in the bucket until aborted: {}. List them with `aws s3api \
+                 list-multipart-uploads` and remove them with `aws s3api \
+                 abort-multipart-upload`, or let a lifecycle rule with \
+                 AbortIncompleteMultipartUpload remove them",
+                unaborted.len(),
+                unaborted.join("; ")
+            )
+        })
     }
 
     /// Files completed: a written one is listed, an uploading one waits for its upload.

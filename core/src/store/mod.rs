@@ -74,6 +74,9 @@ struct Inner {
     shown_root: String,
     options: ClientOptions,
     in_flight: Arc<Semaphore>,
+    /// Multipart uploads whose abort the store did not answer, with why: their parts stay
+    /// in the bucket. Taken by whoever reports the write's failure ([`Store::take_unaborted`]).
+    unaborted: std::sync::Mutex<Vec<String>>,
 }
 
 /// An opened object store (one bucket), shared by every file a write or read makes.
@@ -298,6 +301,7 @@ impl Store {
             shown_root,
             in_flight: Arc::new(Semaphore::new(options.max_in_flight)),
             options,
+            unaborted: Default::default(),
         }))
     }
 
@@ -331,6 +335,18 @@ impl Store {
 
     pub fn max_in_flight(&self) -> usize {
         self.0.options.max_in_flight
+    }
+
+    /// Notes that the multipart upload of `key` could not be aborted, and why.
+    pub(crate) fn note_unaborted(&self, key: &str, why: impl std::fmt::Display) {
+        let mut unaborted = self.0.unaborted.lock().unwrap_or_else(|p| p.into_inner());
+        unaborted.push(format!("{} ({why})", self.url(key)));
+    }
+
+    /// The multipart uploads noted since the last call whose abort the store did not answer:
+    /// their parts stay in the bucket until something aborts them.
+    pub fn take_unaborted(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.unaborted.lock().unwrap_or_else(|p| p.into_inner()))
     }
 
     /// An object store error as an I/O error naming what was done to which key: a missing

@@ -134,6 +134,16 @@ impl ObjectWriter {
                 let _entered = rt.enter();
                 upload.put(rest);
             }
+            // The parts are waited for here rather than in `finish`, which aborts a failed
+            // upload itself and, when the abort fails too, returns only the abort's error: a
+            // part's failure is the error, and an abort the store does not answer is noted.
+            if let Err(e) = rt.block_on(upload.wait_for_capacity(0)) {
+                if let Err(why) = rt.block_on(upload.abort()) {
+                    let why = why.to_string().replace(['\r', '\n'], " ");
+                    self.store.note_unaborted(&self.path, why);
+                }
+                return Err(Error::Io(self.io_error("write", e)));
+            }
             return match rt.block_on(upload.finish()) {
                 Ok(_) => Ok(Upload::Done(bytes)),
                 Err(e) => Err(Error::Io(self.io_error("write", e))),
@@ -185,11 +195,17 @@ impl Write for ObjectWriter {
 impl Drop for ObjectWriter {
     /// An object dropped before its commit leaves nothing: a multipart upload is aborted
     /// (its parts deleted), and a small object was never sent.
+    /// An abort the store does not answer (the endpoint went away) is noted on the store, for
+    /// the write's error to name.
     fn drop(&mut self) {
         if let Some(upload) = self.multipart.take() {
-            if let Ok(rt) = runtime() {
-                let upload = upload.into_inner().unwrap_or_else(|p| p.into_inner());
-                let _ = rt.block_on(upload.abort());
+            let upload = upload.into_inner().unwrap_or_else(|p| p.into_inner());
+            let aborted = runtime().map_err(|e| e.to_string()).and_then(|rt| {
+                rt.block_on(upload.abort())
+                    .map_err(|e| e.to_string().replace(['\r', '\n'], " "))
+            });
+            if let Err(why) = aborted {
+                self.store.note_unaborted(&self.path, why);
             }
         }
     }
