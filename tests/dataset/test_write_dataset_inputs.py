@@ -336,3 +336,32 @@ def test_create_dir_use_threads_and_preserve_order(tmp_path: Path) -> None:
         zd.write_dataset(
             data(), tmp_path / "fo", file_options=pds.ParquetFileFormat().make_write_options()
         )
+
+
+@pytest.mark.parametrize("layout", ["flat", "hive", "directory"])
+def test_a_pyarrow_dataset_is_compacted_as_pyarrow_compacts_it(tmp_path: Path, layout: str) -> None:
+    """A pyarrow dataset of local files is read with zstdpool's own reader: the same rows,
+    schema and partition values as pyarrow's scanner gives, filters kept."""
+    t = data()
+    if layout == "flat":
+        pds.write_dataset(
+            t, tmp_path / "src", format="parquet", max_rows_per_file=100, max_rows_per_group=100
+        )
+        src = pds.dataset(tmp_path / "src")
+    else:
+        flavor = "hive" if layout == "hive" else None
+        pds.write_dataset(
+            t, tmp_path / "src", format="parquet", partitioning=["year"], partitioning_flavor=flavor
+        )
+        part = pds.partitioning(pa.schema([("year", pa.int32())]), flavor=flavor)
+        src = pds.dataset(tmp_path / "src", partitioning=part)
+    bounds = {"max_rows_per_file": 300, "max_rows_per_group": 300}
+    zd.write_dataset(src, tmp_path / "z", **bounds)
+    pds.write_dataset(src, tmp_path / "p", format="parquet", **bounds)
+    got, want = pds.dataset(tmp_path / "z"), pds.dataset(tmp_path / "p")
+    assert got.schema == want.schema == src.schema
+    assert rows(got.to_table()) == rows(want.to_table())
+    # A filtered dataset keeps its filter.
+    kept = src.filter(pa.compute.field("id") < 100)
+    zd.write_dataset(kept, tmp_path / "zf")
+    assert rows(pds.dataset(tmp_path / "zf").to_table()) == rows(kept.to_table())

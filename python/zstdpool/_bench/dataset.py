@@ -97,6 +97,7 @@ def _zstdpool(case: DatasetCase) -> Callable[[ExitStack], Timed]:
                 table,
                 out,
                 partitioning=["partition_key"],
+                partitioning_flavor="hive",
                 format=case.format,
                 level=LEVEL,
             ),
@@ -241,6 +242,101 @@ def dataset_workload(case: DatasetCase) -> Workload:
     )
 
 
+#: Files of the dataset compacted, and files it is compacted into, per profile.
+COMPACTION: dict[str, tuple[int, int, int]] = {
+    "tiny": (2_000, 20, 2),
+    "quick": (100_000, 1000, 10),
+    "full": (1_000_000, 1000, 10),
+}
+
+
+@functools.cache
+def _small_files(rows: int, files: int) -> str:
+    """``rows`` rows of the dataset table as ``files`` Parquet files, written by pyarrow,
+    for the compaction workload to read."""
+    import pyarrow.parquet as pq
+
+    base = tempfile.mkdtemp(prefix="zstdpool-bench-compaction-", dir=bench_root())
+    table = partitioned_table(rows, 1000)
+    per = max(1, rows // files)
+    for i in range(files):
+        pq.write_table(
+            table.slice(i * per, per),
+            os.path.join(base, f"f{i:05}.parquet"),
+            compression="zstd",
+            compression_level=LEVEL,
+        )
+    return base
+
+
+def compaction_workload(rows: int, files: int, into: int) -> Workload:
+    """A dataset of many small files read with ``pyarrow.dataset.dataset`` and written back
+    as a few large ones: ``write_dataset`` given the pyarrow Dataset, zstdpool's and
+    pyarrow's."""
+    per_file = rows // into
+
+    def zstdpool_compact(stack: ExitStack) -> Timed:
+        import pyarrow.dataset as ds
+
+        import zstdpool.dataset
+
+        source, out = _small_files(rows, files), _directory(stack)
+        return FreshDirectory(
+            out,
+            lambda: zstdpool.dataset.write_dataset(
+                ds.dataset(source),
+                out,
+                max_rows_per_file=per_file,
+                max_rows_per_group=per_file,
+                level=LEVEL,
+            ),
+        )
+
+    def pyarrow_compact(stack: ExitStack) -> Timed:
+        import pyarrow.dataset as ds
+
+        source, out = _small_files(rows, files), _directory(stack)
+        fmt = ds.ParquetFileFormat()
+        options = fmt.make_write_options(compression="zstd", compression_level=LEVEL)
+
+        def call() -> str:
+            ds.write_dataset(
+                ds.dataset(source),
+                out,
+                format=fmt,
+                file_options=options,
+                max_rows_per_file=per_file,
+                max_rows_per_group=per_file,
+            )
+            return out
+
+        return FreshDirectory(out, call)
+
+    def check(out: object) -> None:
+        import pyarrow.dataset as ds
+
+        path = out if isinstance(out, str) else os.path.dirname(out[0]["path"])  # type: ignore[index]
+        got = ds.dataset(path)
+        if got.count_rows() != rows or len(got.files) != into:
+            raise AssertionError(f"{got.count_rows()} rows in {len(got.files)} files")
+
+    name = f"dataset compaction, {files} files into {into}, {rows} rows"
+    return Workload(
+        name=name,
+        group="dataset",
+        description=(
+            f"{name}: a pyarrow Dataset of {files} small Parquet files (pyarrow's, zstd level "
+            f"{LEVEL}) given to write_dataset and written back as {into} files of "
+            f"{per_file} rows, zstd level {LEVEL}."
+        ),
+        contenders=(
+            Contender("zstdpool write_dataset", zstdpool_compact, check, requires=("pyarrow",)),
+            Contender("pyarrow", pyarrow_compact, check, requires=("pyarrow",)),
+        ),
+        nbytes=partitioned_table(rows, 1000).nbytes,
+    )
+
+
 @register_source
 def dataset_workloads(profile: Profile) -> Iterator[Workload]:
     """The dataset workloads (none without numpy)."""
@@ -252,3 +348,4 @@ def dataset_workloads(profile: Profile) -> Iterator[Workload]:
     for rows, partitions in SHAPES.get(profile.name, SHAPES["quick"]):
         for fmt in ("parquet", "ipc"):
             yield dataset_workload(DatasetCase(rows, partitions, fmt))
+    yield compaction_workload(*COMPACTION.get(profile.name, COMPACTION["quick"]))
