@@ -51,13 +51,11 @@ fn open<'py>(
     py: Python<'py>,
     source: &Bound<'py, PyAny>,
     at: PathOptions<'_, 'py>,
-    max_page_size: Option<i64>,
-    verify_checksums: bool,
+    limits: ParquetLimits,
     threads: Option<usize>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<ParquetFile> {
     let source = parquet_source(source, at)?;
-    let limits = limits(max_page_size, verify_checksums)?;
     let pool = pool_or_default(pool);
     py.detach(|| ParquetFile::open(source, limits, pool, threads))
         .map_err(failed)
@@ -118,15 +116,8 @@ impl PyParquetFile {
     ) -> PyResult<Self> {
         let threads = self::threads(threads, use_threads)?;
         let at = PathOptions::new(filesystem, storage_options);
-        let file = open(
-            py,
-            source,
-            at,
-            max_page_size,
-            page_checksum_verification,
-            threads,
-            pool,
-        )?;
+        let limits = limits(max_page_size, page_checksum_verification)?;
+        let file = open(py, source, at, limits, threads, pool)?;
         Ok(PyParquetFile {
             schema: file.schema().clone(),
             file: RwLock::new(Some(Arc::new(file))),
@@ -334,15 +325,8 @@ pub fn read_table<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let threads = self::threads(threads, use_threads)?;
     let at = PathOptions::new(filesystem, storage_options);
-    let file = open(
-        py,
-        source,
-        at,
-        max_page_size,
-        page_checksum_verification,
-        threads,
-        pool,
-    )?;
+    let limits = limits(max_page_size, page_checksum_verification)?;
+    let file = open(py, source, at, limits, threads, pool)?;
     read(py, &file, columns, row_groups, None)
 }
 
@@ -356,7 +340,7 @@ pub fn read_schema<'py>(
     storage_options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let at = PathOptions::new(filesystem, storage_options);
-    let file = open(py, source, at, None, false, Some(1), None)?;
+    let file = open(py, source, at, ParquetLimits::default(), Some(1), None)?;
     schema_to_py(py, file.schema())
 }
 
