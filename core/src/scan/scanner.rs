@@ -409,8 +409,13 @@ impl Dataset {
         opened: Vec<(usize, OpenedFile)>,
         threads: Option<usize>,
     ) -> Result<Vec<Vec<RecordBatch>>> {
-        // One file alone may spread its columns over threads; several files take one each.
-        let per_file_threads = if files.len() == 1 { None } else { Some(1) };
+        // One file alone spreads its columns over the read's threads (its cores: a store's
+        // default is requests in flight, not cores); several files take one each. A file
+        // is opened for one thread, so one alone is given its threads here.
+        let per_file_threads = match files.len() {
+            1 => Some(threads.unwrap_or_else(available_threads).max(1)),
+            _ => Some(1),
+        };
         let opened: HashMap<usize, Mutex<Option<OpenedFile>>> = opened
             .into_iter()
             .map(|(i, f)| (i, Mutex::new(Some(f))))
