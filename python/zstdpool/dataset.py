@@ -787,10 +787,10 @@ def _write_input(data: Any, schema: pa.Schema | None, use_threads: bool) -> tupl
 
 
 def _own_reading(data: pds.Dataset) -> Dataset | None:
-    """A pyarrow ``FileSystemDataset`` of local Parquet or IPC files, opened with zstdpool's
-    reader (its files, schema and partitioning), which reads a dataset of many small files
-    several times faster than pyarrow's scanner; None for any other dataset, which pyarrow's
-    scanner then reads."""
+    """A pyarrow ``FileSystemDataset`` of local Parquet or IPC files, flat or Hive-partitioned,
+    opened with zstdpool's reader (its files, schema and partitioning), which reads a dataset
+    of many small files several times faster than pyarrow's scanner; None for any other
+    dataset, which pyarrow's scanner then reads."""
     import pyarrow.dataset as pds
     import pyarrow.fs as pfs
 
@@ -809,9 +809,11 @@ def _own_reading(data: pds.Dataset) -> Dataset | None:
     else:
         return None
     partitioning = data.partitioning
-    if partitioning is not None and not isinstance(
-        partitioning, (pds.HivePartitioning, pds.DirectoryPartitioning)
-    ):
+    if partitioning is not None and len(partitioning.schema) == 0:
+        partitioning = None  # pyarrow's "no partitioning"
+    # Hive keys name themselves in any path; directory and file name values are positions
+    # below a base directory, which a FileSystemDataset does not give.
+    if partitioning is not None and not isinstance(partitioning, pds.HivePartitioning):
         return None
     files = list(data.files)
     if not files:

@@ -340,24 +340,29 @@ def test_create_dir_use_threads_and_preserve_order(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("layout", ["flat", "hive", "directory"])
 def test_a_pyarrow_dataset_is_compacted_as_pyarrow_compacts_it(tmp_path: Path, layout: str) -> None:
-    """A pyarrow dataset of local files is read with zstdpool's own reader: the same rows,
-    schema and partition values as pyarrow's scanner gives, filters kept."""
+    """A pyarrow dataset of local files is read with zstdpool's own reader (flat and Hive;
+    directories through pyarrow's scanner): the same rows, schema and partition values as
+    pyarrow's scanner gives, filters kept."""
     t = data()
+    # An ancestor directory that looks like a partition of the same key: only the dataset's
+    # own directories are its partitions.
+    base = tmp_path / "year=1999"
     if layout == "flat":
         pds.write_dataset(
-            t, tmp_path / "src", format="parquet", max_rows_per_file=100, max_rows_per_group=100
+            t, base / "src", format="parquet", max_rows_per_file=100, max_rows_per_group=100
         )
-        src = pds.dataset(tmp_path / "src")
+        src = pds.dataset(base / "src")
     else:
         flavor = "hive" if layout == "hive" else None
         pds.write_dataset(
-            t, tmp_path / "src", format="parquet", partitioning=["year"], partitioning_flavor=flavor
+            t, base / "src", format="parquet", partitioning=["year"], partitioning_flavor=flavor
         )
         part = pds.partitioning(pa.schema([("year", pa.int32())]), flavor=flavor)
-        src = pds.dataset(tmp_path / "src", partitioning=part)
+        src = pds.dataset(base / "src", partitioning=part)
     bounds = {"max_rows_per_file": 300, "max_rows_per_group": 300}
     zd.write_dataset(src, tmp_path / "z", **bounds)
     pds.write_dataset(src, tmp_path / "p", format="parquet", **bounds)
+    assert (zd._own_reading(src) is not None) == (layout != "directory")
     got, want = pds.dataset(tmp_path / "z"), pds.dataset(tmp_path / "p")
     assert got.schema == want.schema == src.schema
     assert rows(got.to_table()) == rows(want.to_table())
