@@ -400,13 +400,13 @@ impl Dataset {
         self.read_opened(plan, files, Vec::new(), threads)
     }
 
-    /// `read_files`, with files already opened (`opened`, by file index) read from where
-    /// they are, the others opened as they are read.
+    /// `read_files`, with files already opened and weighed (`opened`: by file index, each
+    /// with what it decodes to) read from where they are, the others opened as they are read.
     pub(super) fn read_opened(
         &self,
         plan: &Plan,
         files: &[(usize, Outcomes)],
-        opened: Vec<(usize, OpenedFile)>,
+        opened: Vec<(usize, (OpenedFile, usize))>,
         threads: Option<usize>,
     ) -> Result<Vec<Vec<RecordBatch>>> {
         // One file alone spreads its columns over the read's threads (its cores: a store's
@@ -416,7 +416,7 @@ impl Dataset {
             1 => Some(threads.unwrap_or_else(available_threads).max(1)),
             _ => Some(1),
         };
-        let opened: HashMap<usize, Mutex<Option<OpenedFile>>> = opened
+        let opened: HashMap<usize, Mutex<Option<(OpenedFile, usize)>>> = opened
             .into_iter()
             .map(|(i, f)| (i, Mutex::new(Some(f))))
             .collect();
@@ -508,7 +508,8 @@ impl Dataset {
         )
     }
 
-    /// Every row of file `i` the plan keeps; read from `opened` where it is open already.
+    /// Every row of file `i` the plan keeps; read from `opened` where it is open already
+    /// (with what it decodes to).
     ///
     /// Before a file is decoded, what it decodes to and [`READ_RESERVE`] more are asked of
     /// the kernel (`headroom`). A read of many small files holds each one's rows while it
@@ -521,14 +522,17 @@ impl Dataset {
         i: usize,
         outcomes: Outcomes,
         threads: Option<usize>,
-        opened: Option<OpenedFile>,
+        opened: Option<(OpenedFile, usize)>,
     ) -> Result<Vec<RecordBatch>> {
         let path = &self.found.files[i].path;
-        let mut file = match opened {
-            Some(file) => file,
-            None => self.open_file(i)?,
+        let (file, need) = match opened {
+            Some(weighed) => weighed,
+            None => {
+                let mut file = self.open_file(i)?;
+                let need = self.decoded_bytes(plan, i, &mut file)?;
+                (file, need)
+            }
         };
-        let need = self.decoded_bytes(plan, i, &mut file)?;
         if !crate::headroom::can_map((need as u64).saturating_add(READ_RESERVE)) {
             return Err(Error::Memory(format!(
                 "reading {} needs about {need} bytes, and {READ_RESERVE} more in reserve, which \

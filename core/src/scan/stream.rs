@@ -34,12 +34,14 @@ impl Dataset {
     }
 }
 
-/// A file opened ahead: its index, what the filter can be on it, the file, and its weight
-/// (what it is expected to decode to, never less than its bytes on disk).
+/// A file opened ahead: its index, what the filter can be on it, the file, what it is
+/// expected to decode to, and its weight in a window (that, but never less than its bytes on
+/// disk).
 struct Weighed {
     index: usize,
     outcomes: Outcomes,
     file: OpenedFile,
+    decoded: usize,
     weight: usize,
 }
 
@@ -96,11 +98,12 @@ impl ScanStream {
                 index,
                 outcomes,
                 file,
+                decoded,
                 weight,
             } = self.opened.pop_front().expect("opened above");
             held = held.saturating_add(weight);
             window.push((index, outcomes));
-            files.push((index, file));
+            files.push((index, (file, decoded)));
         }
         if window.is_empty() {
             return Ok(false);
@@ -131,6 +134,7 @@ impl ScanStream {
                 index,
                 outcomes,
                 file,
+                decoded,
                 weight: decoded.max(on_disk),
             });
         }
