@@ -103,6 +103,20 @@ def test_a_large_object_read_whole_takes_few_requests(
     # The footer's tail, and at most a request per chunk, where a 1 MiB window at a time
     # took more than 30.
     assert 0 < len(gets) <= 1 + 4, gets
+    # What the read fetched is let go when it ends, though the file stays open.
+    import gc
+
+    import zstdpool
+
+    if zstdpool.memory_stats()["counting"]:
+        f = zpq.ParquetFile(f"s3://{bucket}/big.parquet")
+        gc.collect()
+        before = zstdpool.memory_stats()["current_bytes"]
+        read = f.read()
+        del read
+        gc.collect()
+        held = zstdpool.memory_stats()["current_bytes"] - before
+        assert held < size // 4, (held, size)
 
 
 @pytest.fixture

@@ -495,6 +495,15 @@ impl ParquetFile {
             })
             .collect();
         self.source.prefetch(&chunks)?;
+        // What was fetched is let go when this read ends, however it ends: the file may stay
+        // open long after (its batches hold copies).
+        struct Forget<'a>(&'a ParquetSource);
+        impl Drop for Forget<'_> {
+            fn drop(&mut self) {
+                self.0.forget_prefetched();
+            }
+        }
+        let _forget = Forget(&self.source);
         let levels: Vec<FieldLevels> = projection
             .roots
             .iter()

@@ -23,6 +23,8 @@ pub trait ReadAt: Send + Sync {
         let _ = ranges;
         Ok(())
     }
+    /// Lets go of what [`ReadAt::prefetch`] fetched: the read that asked for it is over.
+    fn forget_prefetched(&self) {}
 }
 
 impl ReadAt for File {
@@ -63,6 +65,13 @@ impl ParquetSource {
         match self {
             ParquetSource::Memory(_) => Ok(()),
             ParquetSource::At { input, .. } => input.prefetch(ranges),
+        }
+    }
+
+    /// Lets go of what [`ParquetSource::prefetch`] fetched.
+    pub fn forget_prefetched(&self) {
+        if let ParquetSource::At { input, .. } = self {
+            input.forget_prefetched();
         }
     }
 

@@ -522,7 +522,7 @@ pub struct StoreObject {
     /// The last [`KEPT_WINDOWS`] windows fetched (their offsets and bytes), the newest last.
     windows: std::sync::Mutex<std::collections::VecDeque<(u64, Bytes)>>,
     /// The ranges a whole read said it would read ([`ReadAt::prefetch`]), fetched together,
-    /// by offset; kept while the object is read.
+    /// by offset; kept until that read ends.
     prefetched: std::sync::Mutex<Vec<(u64, Bytes)>>,
 }
 
@@ -601,9 +601,10 @@ impl ReadAt for StoreObject {
         Ok(self.size)
     }
 
-    /// Fetches the ranges not already at hand in one call of object_store's `get_ranges`
-    /// (coalesced, concurrent): a large file read whole takes a few concurrent requests
-    /// instead of a window's request after another.
+    /// Fetches the ranges not already at hand: one GET of the whole object where they cover
+    /// most of it, else one call of object_store's `get_ranges` (coalesced, concurrent). A
+    /// large file read whole takes one or a few requests instead of a window's request after
+    /// another.
     fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
         let tail_start = self.size.saturating_sub(TAIL);
         let wanted: Vec<Range<u64>> = {
@@ -640,6 +641,13 @@ impl ReadAt for StoreObject {
         let mut have = self.prefetched.lock().unwrap_or_else(|p| p.into_inner());
         have.extend(pieces);
         Ok(())
+    }
+
+    fn forget_prefetched(&self) {
+        self.prefetched
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
