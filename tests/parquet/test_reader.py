@@ -224,6 +224,49 @@ def test_int96_timestamps_outside_the_nanosecond_range_read_as_pyarrow_reads_the
         assert ours.column("t").cast(pa.int64()).equals(theirs.column("t").cast(pa.int64()))
 
 
+@pytest.mark.parametrize("unit", ["ns", "us", "ms"])
+@pytest.mark.parametrize("use_dictionary", [False, True])
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+def test_int96_days_past_two_to_the_31_read_as_pyarrow_reads_them(
+    unit: str, use_dictionary: bool, version: str
+) -> None:
+    """Spark writes INT96 days of 2^31 and more for far dates (parquet-testing's
+    int96_from_spark.parquet). parquet-cpp reads the day as unsigned, the parquet crate as
+    signed: each such value is read as pyarrow reads it, in its PLAIN data pages and in its
+    dictionary, in nanoseconds and in a stored microsecond unit; in milliseconds, which no
+    value the crate reads can hold, the column is refused by name."""
+    import datetime
+
+    import pyarrow.parquet as pq
+
+    when = [datetime.datetime(2020, 1, 1, 0, 0, 1), None, datetime.datetime(1999, 3, 4, 5, 6, 7)]
+    table = pa.table({"t": pa.array(when, pa.timestamp(unit))})
+    sink = io.BytesIO()
+    pq.write_table(
+        table,
+        sink,
+        use_deprecated_int96_timestamps=True,
+        compression="none",
+        use_dictionary=use_dictionary,
+        data_page_version=version,
+    )
+    data = bytearray(sink.getvalue())
+    # The first value's day (2020-01-01 is Julian day 2458850) with its top bit set.
+    day = (2_458_850).to_bytes(4, "little")
+    at = data.index(day)
+    data[at + 3] |= 0x80
+    assert data.find(day) == -1
+    theirs = pq.read_table(io.BytesIO(bytes(data)), coerce_int96_timestamp_unit=unit)
+    if unit == "ms":
+        with pytest.raises(zstdpool.ParquetError, match="column 't': an INT96 value's day"):
+            zp.read_table(bytes(data))
+        return
+    ours = zp.read_table(bytes(data))
+    assert ours.schema == theirs.schema
+    assert ours.column("t").cast(pa.int64()).equals(theirs.column("t").cast(pa.int64()))
+    assert ours.column("t")[2].as_py() == when[2]
+
+
 # --- page checksums ---------------------------------------------------------------------------
 
 

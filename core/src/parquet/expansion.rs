@@ -205,7 +205,7 @@ fn plain_lengths(buf: &[u8], num_values: u32) -> Result<Vec<u32>> {
 
 /// The bytes a v1 page's levels take: RLE levels after their 4-byte length, bit-packed ones
 /// (deprecated) `num_values` of the level's width.
-fn levels_len(buf: &[u8], encoding: Encoding, max: i16, num_values: u32) -> usize {
+pub(crate) fn levels_len(buf: &[u8], encoding: Encoding, max: i16, num_values: u32) -> usize {
     match encoding {
         Encoding::RLE => buf.first_chunk::<4>().map_or(0, |n| {
             4usize.saturating_add(u32::from_le_bytes(*n) as usize)

@@ -6,9 +6,14 @@
 //! FIXED_LEN_BYTE_ARRAY of width 12 holding exactly those bytes (PLAIN lays out both types the
 //! same way: the values back to back, nothing between), and the chunk is declared INT96 in the
 //! file. Like parquet-cpp, the writer keeps no statistics for it: INT96 has no defined order.
+//!
+//! Read, the parquet crate takes the day as a signed i32 where parquet-cpp takes a u32, so a
+//! day past 2^31 (Spark writes such values for far dates) is rewritten first by [`Int96Days`].
 
 use std::sync::Arc;
 
+use ::parquet::basic::Encoding;
+use ::parquet::column::page::Page;
 use ::parquet::column::writer::ColumnCloseResult;
 use ::parquet::file::metadata::ColumnChunkMetaData;
 use ::parquet::schema::types::ColumnDescPtr;
@@ -17,7 +22,10 @@ use arrow_buffer::Buffer;
 use arrow_data::ArrayData;
 use arrow_schema::{DataType, Schema, TimeUnit};
 
+use super::body::{swap_body, Body};
+use super::expansion::{levels_len, Levels};
 use super::map_types;
+use super::pages::PageStep;
 use crate::error::{Error, Result};
 
 /// The bytes of one INT96 value.
@@ -154,6 +162,107 @@ pub(crate) fn declare(
     close.column_index = None;
     close.bloom_filter = None;
     Ok(close)
+}
+
+/// The pages of an INT96 chunk with every PLAIN value whose day does not fit an i32 rewritten
+/// as a day and nanoseconds that do, which the crate reads as the timestamp parquet-cpp reads
+/// from the value in `unit` (its u32 day less the epoch's, times a day in `unit`, plus the
+/// nanoseconds in `unit`, wrapping as its arithmetic does). Dictionary-encoded data pages hold
+/// indices and pass untouched: their values are in the dictionary page, rewritten here.
+///
+/// In milliseconds or seconds such a timestamp does not wrap and lies 2^31 days or more from
+/// the epoch, which no day the crate reads can say: it is refused, naming the column.
+pub(crate) struct Int96Days {
+    pub levels: Levels,
+    pub unit: TimeUnit,
+    pub column: String,
+}
+
+impl PageStep for Int96Days {
+    fn apply(&mut self, page: Page) -> Result<Page> {
+        let start = match &page {
+            Page::DictionaryPage { .. } => 0,
+            Page::DataPage {
+                buf,
+                num_values,
+                encoding: Encoding::PLAIN,
+                def_level_encoding,
+                rep_level_encoding,
+                ..
+            } => {
+                let mut at = 0usize;
+                for (max, encoding) in [
+                    (self.levels.max_rep, rep_level_encoding),
+                    (self.levels.max_def, def_level_encoding),
+                ] {
+                    if max > 0 {
+                        let rest = buf.get(at..).unwrap_or_default();
+                        at = at.saturating_add(levels_len(rest, *encoding, max, *num_values));
+                    }
+                }
+                at
+            }
+            Page::DataPageV2 {
+                encoding: Encoding::PLAIN,
+                is_compressed: false,
+                def_levels_byte_len,
+                rep_levels_byte_len,
+                ..
+            } => (*def_levels_byte_len as usize).saturating_add(*rep_levels_byte_len as usize),
+            _ => return Ok(page),
+        };
+        let buf = match &page {
+            Page::DictionaryPage { buf, .. }
+            | Page::DataPage { buf, .. }
+            | Page::DataPageV2 { buf, .. } => buf,
+        };
+        let Some(values) = buf.get(start..) else {
+            // Levels longer than the page: the crate's decoder says so.
+            return Ok(page);
+        };
+        // A day of 2^31 or more: the top bit of its last byte.
+        let wide = |v: &[u8]| v[11] & 0x80 != 0;
+        if !values.chunks_exact(WIDTH as usize).any(wide) {
+            return Ok(page);
+        }
+        // Nanoseconds in one tick of the unit.
+        let tick: i64 = match self.unit {
+            TimeUnit::Nanosecond => 1,
+            TimeUnit::Microsecond => 1_000,
+            TimeUnit::Millisecond | TimeUnit::Second => {
+                return Err(Error::Parquet(format!(
+                    "column '{}': an INT96 value's day is 2^31 or more, past what a timestamp \
+                     in {:?}s read from it can hold",
+                    self.column, self.unit
+                )))
+            }
+        };
+        let per_day = 86_400 * 1_000_000_000 / tick;
+        let mut out = buf.to_vec();
+        for v in out[start..].chunks_exact_mut(WIDTH as usize) {
+            if wide(v) {
+                let nanos = i64::from_le_bytes(v[..8].try_into().expect("8 bytes"));
+                let day = u32::from_le_bytes(v[8..12].try_into().expect("4 bytes"));
+                let since_epoch = (i64::from(day) - JULIAN_UNIX_EPOCH)
+                    .wrapping_mul(per_day)
+                    .wrapping_add(nanos / tick);
+                // At most i64::MAX over a day in microseconds (about 1.1e8) days from the epoch:
+                // the new day fits an i32, and its remainder in nanoseconds an i64.
+                let days = since_epoch.div_euclid(per_day) + JULIAN_UNIX_EPOCH;
+                let rest = since_epoch.rem_euclid(per_day) * tick;
+                v[..8].copy_from_slice(&rest.to_le_bytes());
+                v[8..12].copy_from_slice(&(days as u32).to_le_bytes());
+            }
+        }
+        let out = bytes::Bytes::from(out);
+        swap_body(page, |body| {
+            let compressed = match body {
+                Body::Whole(_) => false,
+                Body::V2 { is_compressed, .. } => is_compressed,
+            };
+            Ok((out, compressed))
+        })
+    }
 }
 
 #[cfg(test)]

@@ -16,10 +16,12 @@ use ::parquet::errors::ParquetError;
 use ::parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use ::parquet::file::page_index::offset_index::PageLocation;
 use ::parquet::file::serialized_reader::SerializedPageReader;
+use arrow_schema::TimeUnit;
 use bytes::Bytes;
 
 use super::body::{swap_body, Body};
 use super::expansion::{Expansion, Levels};
+use super::int96::Int96Days;
 use super::page_header::{PageSizes, WatchedSource};
 use super::reader::codec_name;
 use super::source::ParquetSource;
@@ -69,9 +71,18 @@ pub(crate) struct PooledRowGroups {
     pub pool: ContextPool,
     pub limits: ParquetLimits,
     pub failure: Failure,
-    /// For each leaf column, whether the crate reads it into a dictionary array (which holds
-    /// each value once) rather than building its values (see [`Expansion`]).
-    pub read_as_dictionary: Arc<[bool]>,
+    /// How each leaf column is read.
+    pub leaves: Arc<[Leaf]>,
+}
+
+/// How one leaf column is read, as its pages' steps need to know.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Leaf {
+    /// Whether the crate reads it into a dictionary array (which holds each value once)
+    /// rather than building its values (see [`Expansion`]).
+    pub as_dictionary: bool,
+    /// The unit an INT96 column is read in (see [`Int96Days`]).
+    pub int96_unit: Option<TimeUnit>,
 }
 
 impl RowGroups for PooledRowGroups {
@@ -91,11 +102,7 @@ impl RowGroups for PooledRowGroups {
             pool: self.pool.clone(),
             limits: self.limits,
             failure: self.failure.clone(),
-            read_as_dictionary: self
-                .read_as_dictionary
-                .get(column)
-                .copied()
-                .unwrap_or(false),
+            leaf: self.leaves.get(column).copied().unwrap_or_default(),
         }))
     }
 
@@ -117,7 +124,7 @@ struct ColumnPages {
     pool: ContextPool,
     limits: ParquetLimits,
     failure: Failure,
-    read_as_dictionary: bool,
+    leaf: Leaf,
 }
 
 impl Iterator for ColumnPages {
@@ -132,8 +139,9 @@ impl Iterator for ColumnPages {
 impl PageIterator for ColumnPages {}
 
 impl ColumnPages {
-    /// A chunk's pages, decompressed, and measured first where the column holds strings or
-    /// binaries (see [`Expansion`]).
+    /// A chunk's pages, decompressed; measured first where the column holds strings or
+    /// binaries (see [`Expansion`]), and with their INT96 days made the crate's (see
+    /// [`Int96Days`]).
     fn open(&self, group_index: usize) -> ::parquet::errors::Result<Box<dyn PageReader>> {
         let pages = self.open_pages(group_index)?;
         let descr = self
@@ -141,18 +149,27 @@ impl ColumnPages {
             .row_group(group_index)
             .column(self.column)
             .column_descr();
-        if descr.physical_type() != ::parquet::basic::Type::BYTE_ARRAY {
-            return Ok(pages);
-        }
         let levels = Levels {
             max_rep: descr.max_rep_level(),
             max_def: descr.max_def_level(),
         };
-        Ok(Box::new(Stepped {
-            inner: pages,
-            step: Expansion::new(levels, self.read_as_dictionary),
-            failure: self.failure.clone(),
-        }))
+        Ok(match descr.physical_type() {
+            ::parquet::basic::Type::BYTE_ARRAY => Box::new(Stepped {
+                inner: pages,
+                step: Expansion::new(levels, self.leaf.as_dictionary),
+                failure: self.failure.clone(),
+            }),
+            ::parquet::basic::Type::INT96 => Box::new(Stepped {
+                inner: pages,
+                step: Int96Days {
+                    levels,
+                    unit: self.leaf.int96_unit.unwrap_or(TimeUnit::Nanosecond),
+                    column: descr.path().string(),
+                },
+                failure: self.failure.clone(),
+            }),
+            _ => pages,
+        })
     }
 
     fn open_pages(&self, group_index: usize) -> ::parquet::errors::Result<Box<dyn PageReader>> {

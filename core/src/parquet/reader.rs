@@ -17,7 +17,7 @@ use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
 
 use super::dictionary::writes_given_dictionary;
 use super::footer::{check_footer, check_struct};
-use super::pages::{Failure, ParquetLimits, PooledRowGroups};
+use super::pages::{Failure, Leaf, ParquetLimits, PooledRowGroups};
 use super::source::ParquetSource;
 use crate::batch_schema::column_names;
 use crate::error::{catch_panics, Error, Result};
@@ -38,7 +38,7 @@ pub struct ParquetFile {
     threads: Option<usize>,
     /// For each leaf column, whether it is read into a dictionary array: a top-level string
     /// or binary dictionary column's (see `readable`).
-    read_as_dictionary: Arc<[bool]>,
+    leaves: Arc<[Leaf]>,
 }
 
 /// A Parquet footer's contents, as pyarrow's `FileMetaData` names them.
@@ -160,17 +160,30 @@ impl ParquetFile {
                 metadata.file_metadata().key_value_metadata(),
             )?))
         })?;
-        let read_as_dictionary = (0..descr.num_columns())
+        let types = leaf_types(&schema);
+        let leaves = (0..descr.num_columns())
             .map(|leaf| {
                 let root = descr.get_column_root_idx(leaf);
-                schema.fields().get(root).is_some_and(|f| {
+                let as_dictionary = schema.fields().get(root).is_some_and(|f| {
                     matches!(f.data_type(), DataType::Dictionary(..))
                         && descr.column(leaf).max_rep_level() == 0
-                })
+                });
+                let int96_unit = match types.get(leaf) {
+                    Some(DataType::Timestamp(unit, _))
+                        if descr.column(leaf).physical_type() == ::parquet::basic::Type::INT96 =>
+                    {
+                        Some(*unit)
+                    }
+                    _ => None,
+                };
+                Leaf {
+                    as_dictionary,
+                    int96_unit,
+                }
             })
             .collect();
         Ok(ParquetFile {
-            read_as_dictionary,
+            leaves,
             source,
             metadata: Arc::new(metadata),
             schema: Arc::new(schema),
@@ -467,7 +480,7 @@ impl ParquetFile {
             pool: self.pool.clone(),
             limits: self.limits,
             failure: failure.clone(),
-            read_as_dictionary: self.read_as_dictionary.clone(),
+            leaves: self.leaves.clone(),
         }
     }
 
@@ -704,6 +717,29 @@ fn readable(schema: Schema) -> Schema {
         })
         .collect();
     Schema::new_with_metadata(fields, schema.metadata().clone())
+}
+
+/// The types of `schema`'s leaves, in the order of the file's columns it was read from (a
+/// dictionary is a leaf).
+fn leaf_types(schema: &Schema) -> Vec<DataType> {
+    let types = std::cell::RefCell::new(Vec::new());
+    for f in schema.fields() {
+        // Called on each node before its children; a leaf stops the descent.
+        super::map_types(f.data_type(), &|t| match t {
+            DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::ListView(_)
+            | DataType::LargeListView(_)
+            | DataType::FixedSizeList(..)
+            | DataType::Map(..)
+            | DataType::Struct(_) => None,
+            leaf => {
+                types.borrow_mut().push(leaf.clone());
+                Some(leaf.clone())
+            }
+        });
+    }
+    types.into_inner()
 }
 
 /// One column of one row group, decoded whole.
