@@ -234,6 +234,30 @@ def test_an_abort_the_store_does_not_answer_is_named_in_the_error(
     assert keys(moto.endpoint, bucket, "left") == []
 
 
+def test_a_completion_and_its_abort_that_fail_are_both_reported(
+    moto: MotoServer, bucket: str, proxy: Proxy
+) -> None:
+    """The upload's completion fails, and the abort object_store makes after it is not
+    answered: the error is the completion's, and the note names the upload left behind."""
+    big = pa.table({"b": pa.array([os.urandom(1 << 16) for _ in range(200)], pa.binary())})
+    opts = storage_options(proxy.endpoint, part_size=5 << 20, max_retries=0)
+    proxy.fail(1, method="POST", query="uploadId=")
+    proxy.fail(3, method="DELETE", query="uploadId=", status=None)
+    with pytest.raises(OSError, match=f"cannot write s3://{bucket}/done/part-0.parquet") as raised:
+        zd.write_dataset(big, f"s3://{bucket}/done", storage_options=opts, compression="none")
+    assert "POST" in str(raised.value)
+    assert "injected" in str(raised.value)
+    notes = getattr(raised.value, "__notes__", [])
+    assert len(notes) == 1, (notes, str(raised.value))
+    assert f"s3://{bucket}/done/part-0.parquet" in notes[0]
+    s3 = client(moto.endpoint)
+    uploads = s3.list_multipart_uploads(Bucket=bucket).get("Uploads", [])
+    assert [u["Key"] for u in uploads] == ["done/part-0.parquet"]
+    for u in uploads:
+        s3.abort_multipart_upload(Bucket=bucket, Key=u["Key"], UploadId=u["UploadId"])
+    assert keys(moto.endpoint, bucket, "done") == []
+
+
 def test_server_errors_are_retried(moto: MotoServer, bucket: str, proxy: Proxy) -> None:
     proxy.fail(5, method="PUT", status=503)
     opts = storage_options(proxy.endpoint, retry_timeout="20s")

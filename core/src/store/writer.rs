@@ -5,11 +5,14 @@
 //! is committed aborts its upload, so that its parts are not kept (and billed).
 
 use std::io::{self, Write};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
+use async_trait::async_trait;
 use bytes::Bytes;
 use object_store::path::Path as Key;
-use object_store::{ObjectStoreExt as _, PutPayload, WriteMultipart};
+use object_store::{
+    MultipartUpload, ObjectStoreExt as _, PutPayload, PutResult, UploadPart, WriteMultipart,
+};
 use tokio::task::JoinHandle;
 
 use super::runtime::runtime;
@@ -30,7 +33,45 @@ pub struct ObjectWriter {
     /// The upload, once the object passed a part's size. In a mutex only to be `Sync` (a
     /// dataset's open files are shared with its writing threads); never contended.
     pub(super) multipart: Option<Mutex<WriteMultipart>>,
+    /// Why the upload's completion failed, when it did: object_store's `finish` aborts the
+    /// upload then, and gives back the abort's error instead when that fails too.
+    completion: Arc<Mutex<Option<String>>>,
     written: u64,
+}
+
+/// A multipart upload that notes on its store each abort the store does not answer, however
+/// the abort came (a failed part, a failed completion, a writer dropped), and keeps why its
+/// completion failed.
+#[derive(Debug)]
+struct NotedUpload {
+    inner: Box<dyn MultipartUpload>,
+    store: Store,
+    path: String,
+    completion: Arc<Mutex<Option<String>>>,
+}
+
+#[async_trait]
+impl MultipartUpload for NotedUpload {
+    fn put_part(&mut self, data: PutPayload) -> UploadPart {
+        self.inner.put_part(data)
+    }
+
+    async fn complete(&mut self) -> object_store::Result<PutResult> {
+        let completed = self.inner.complete().await;
+        if let Err(e) = &completed {
+            *self.completion.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+        }
+        completed
+    }
+
+    async fn abort(&mut self) -> object_store::Result<()> {
+        let aborted = self.inner.abort().await;
+        if let Err(e) = &aborted {
+            let why = e.to_string().replace(['\r', '\n'], " ");
+            self.store.note_unaborted(&self.path, why);
+        }
+        aborted
+    }
 }
 
 /// An upload started by [`ObjectWriter::commit_in_background`].
@@ -76,6 +117,7 @@ impl ObjectWriter {
             path,
             buf: Vec::new(),
             multipart: None,
+            completion: Default::default(),
             written: 0,
         })
     }
@@ -99,8 +141,14 @@ impl ObjectWriter {
             let upload = rt
                 .block_on(self.store.0.store.put_multipart(&self.key))
                 .map_err(|e| self.io_error("write", e))?;
+            let upload = NotedUpload {
+                inner: upload,
+                store: self.store.clone(),
+                path: self.path.clone(),
+                completion: self.completion.clone(),
+            };
             self.multipart = Some(Mutex::new(WriteMultipart::new_with_chunk_size(
-                upload,
+                Box::new(upload),
                 self.store.0.options.part_size,
             )));
         }
@@ -136,17 +184,30 @@ impl ObjectWriter {
             }
             // The parts are waited for here rather than in `finish`, which aborts a failed
             // upload itself and, when the abort fails too, returns only the abort's error: a
-            // part's failure is the error, and an abort the store does not answer is noted.
+            // part's failure is the error (an abort the store does not answer is noted by
+            // `NotedUpload`).
             if let Err(e) = rt.block_on(upload.wait_for_capacity(0)) {
-                if let Err(why) = rt.block_on(upload.abort()) {
-                    let why = why.to_string().replace(['\r', '\n'], " ");
-                    self.store.note_unaborted(&self.path, why);
-                }
+                let _ = rt.block_on(upload.abort());
                 return Err(Error::Io(self.io_error("write", e)));
             }
             return match rt.block_on(upload.finish()) {
                 Ok(_) => Ok(Upload::Done(bytes)),
-                Err(e) => Err(Error::Io(self.io_error("write", e))),
+                Err(e) => {
+                    let completion = self
+                        .completion
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .take();
+                    Err(Error::Io(match completion {
+                        // The completion's failure is the error, not its abort's.
+                        Some(why) if why != e.to_string() => io::Error::other(format!(
+                            "cannot write {}: {}",
+                            self.store.url(&self.path),
+                            why.replace(['\r', '\n'], " ")
+                        )),
+                        _ => self.io_error("write", e),
+                    }))
+                }
             };
         }
         let permit = rt
@@ -196,16 +257,15 @@ impl Drop for ObjectWriter {
     /// An object dropped before its commit leaves nothing: a multipart upload is aborted
     /// (its parts deleted), and a small object was never sent.
     /// An abort the store does not answer (the endpoint went away) is noted on the store, for
-    /// the write's error to name.
+    /// the write's error to name (by `NotedUpload`, or here when there is no runtime to ask).
     fn drop(&mut self) {
         if let Some(upload) = self.multipart.take() {
             let upload = upload.into_inner().unwrap_or_else(|p| p.into_inner());
-            let aborted = runtime().map_err(|e| e.to_string()).and_then(|rt| {
-                rt.block_on(upload.abort())
-                    .map_err(|e| e.to_string().replace(['\r', '\n'], " "))
-            });
-            if let Err(why) = aborted {
-                self.store.note_unaborted(&self.path, why);
+            match runtime() {
+                Ok(rt) => {
+                    let _ = rt.block_on(upload.abort());
+                }
+                Err(e) => self.store.note_unaborted(&self.path, e),
             }
         }
     }
