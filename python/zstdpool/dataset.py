@@ -86,7 +86,7 @@ def _partitioning(partitioning: Any, infer_dictionary: bool = False) -> dict[str
         }
     if isinstance(partitioning, pds.PartitioningFactory) and partitioning.type_name == "hive":
         return {"partitioning": "hive", "infer_dictionary": infer_dictionary}
-    raise NotImplementedError(
+    raise TypeError(
         f"partitioning: a {type(partitioning).__name__} ({getattr(partitioning, 'type_name', '')}) "
         f'is not supported; pass "hive", a list of directory field names, or a '
         f"HivePartitioning, DirectoryPartitioning or FilenamePartitioning with its schema"
@@ -618,7 +618,7 @@ class Scanner:
 def dataset(
     source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     *,
-    format: str = "parquet",
+    format: str | pds.FileFormat = "parquet",
     partitioning: Any = "hive",
     schema: pa.Schema | None = None,
     filesystem: Any = None,
@@ -661,9 +661,22 @@ def dataset(
     )
 
 
+def _format_name(format: Any) -> str:
+    """``format`` as its name: a str, or a pyarrow ``FileFormat`` (``ParquetFileFormat()``
+    is "parquet", ``IpcFileFormat()`` "arrow", ``FeatherFileFormat()`` "feather"; others
+    are named so that the caller refuses them by name)."""
+    if isinstance(format, str):
+        return format
+    if isinstance(getattr(format, "default_extname", None), str):
+        return str(format.default_extname)
+    raise TypeError(
+        f"format must be a str, a pyarrow FileFormat or None, not {type(format).__name__}"
+    )
+
+
 def _open(
     source: Any,
-    format: str,
+    format: str | pds.FileFormat,
     partitioning: Any,
     schema: pa.Schema | None,
     filesystem: Any,
@@ -676,11 +689,9 @@ def _open(
     """``dataset``, with inferred partition types as dictionaries and page checksums
     verified on request (what ``zstdpool.parquet.read_table`` asks for, as pyarrow's does)."""
     source, storage_options = _fs.resolve(source, filesystem, storage_options, "source")
-    fmt = format.lower()
+    fmt = _format_name(format).lower()
     if fmt not in ("parquet", "ipc", "arrow", "feather"):
-        raise ValueError(
-            f'format must be "parquet", or "ipc", "arrow" or "feather", not {format!r}'
-        )
+        raise ValueError(f'format must be "parquet", or "ipc", "arrow" or "feather", not {fmt!r}')
     if isinstance(source, _fs.FileSystemPath):
         src: Any = source
     elif isinstance(source, (str, os.PathLike)):
@@ -693,6 +704,10 @@ def _open(
         )
     if isinstance(src, str) and not _fs.is_store_url(src) and not os.path.exists(src):
         raise FileNotFoundError(2, "No such file or directory", src)
+    import pyarrow.dataset as pds
+
+    if isinstance(partitioning, pds.PartitioningFactory):
+        partitioning = _discovered(partitioning, src, fmt, ignore_prefixes)
     keywords = _partitioning(partitioning, infer_dictionary)
 
     def scanner(schema: pa.Schema | None) -> DatasetScanner:
@@ -708,6 +723,42 @@ def _open(
         )
 
     return Dataset(scanner(schema), "parquet" if fmt == "parquet" else "ipc", reopen=scanner)
+
+
+def _discovered(
+    factory: pds.PartitioningFactory, src: Any, fmt: str, ignore_prefixes: Sequence[str]
+) -> Any:
+    """The partitioning a pyarrow ``PartitioningFactory`` (``ds.partitioning(field_names=...)``,
+    ``HivePartitioning.discover(infer_dictionary=True)``, ...) finds under ``src``, found by
+    pyarrow's own discovery: a factory shows nothing of its options (its field names, types or
+    dictionaries) but its kind, so pyarrow walks the files once to apply them. A hive factory
+    over an object store URL, which pyarrow cannot list with ``storage_options``, reads as
+    ``"hive"``; other factories there are refused."""
+    import pyarrow.dataset as pds
+
+    if isinstance(src, _fs.FileSystemPath):
+        keys = src.keys
+        root = src.adapter.root
+        paths: Any = [root + k for k in keys] if isinstance(keys, list) else root + keys
+        filesystem = src.adapter.filesystem
+    elif _fs.is_store_url(src) or (isinstance(src, list) and any(map(_fs.is_store_url, src))):
+        if factory.type_name == "hive":
+            return "hive"
+        raise TypeError(
+            f"partitioning: a {factory.type_name} PartitioningFactory cannot be discovered "
+            f"in an object store URL; pass a list of field names or a "
+            f"{factory.type_name.capitalize()}Partitioning with its schema"
+        )
+    else:
+        paths, filesystem = src, None
+    found = pds.dataset(
+        paths,
+        format="parquet" if fmt == "parquet" else "ipc",
+        partitioning=factory,
+        filesystem=filesystem,
+        ignore_prefixes=list(ignore_prefixes),
+    )
+    return found.partitioning
 
 
 # --- writing ---------------------------------------------------------------------------------
@@ -996,16 +1047,7 @@ def write_dataset(
     rows_per_file = max_rows_per_file or None
     names, flavor = _write_partitioning(partitioning, partitioning_flavor)
     stream, data_format = _write_input(data, schema, use_threads)
-    if format is None:
-        fmt = data_format or "parquet"
-    elif isinstance(format, str):
-        fmt = format
-    elif isinstance(getattr(format, "default_extname", None), str):
-        fmt = format.default_extname  # a pyarrow FileFormat
-    else:
-        raise TypeError(
-            f"format must be a str, a pyarrow FileFormat or None, not {type(format).__name__}"
-        )
+    fmt = data_format or "parquet" if format is None else _format_name(format)
     if not create_dir and isinstance(base_dir, (str, os.PathLike)):
         local = os.fspath(base_dir)
         if not _fs.is_store_url(local) and filesystem is None and not os.path.isdir(local):

@@ -138,3 +138,55 @@ def test_columns_as_expressions(hive: Path) -> None:
     assert by_id(z.scanner(columns=projection).to_table()) == by_id(want)
     with pytest.raises(TypeError, match="Expressions"):
         z.to_table(columns={"id": "id"})
+
+
+@pytest.mark.parametrize(
+    "factory",
+    [
+        lambda: pds.partitioning(field_names=["year", "country"]),
+        lambda: pds.DirectoryPartitioning.discover(["year", "country"], infer_dictionary=True),
+        lambda: pds.HivePartitioning.discover(infer_dictionary=True),
+        lambda: pds.partitioning(flavor="hive"),
+    ],
+    ids=["directory", "directory-dictionary", "hive-dictionary", "hive"],
+)
+@pytest.mark.parametrize("format", ["parquet", "feather"])
+def test_partitioning_factories_read_what_pyarrow_discovers(
+    tmp_path: Path, factory: Any, format: str
+) -> None:
+    """A factory shows nothing but its kind: its field names and dictionaries are found by
+    pyarrow's discovery, then the files read by zstdpool's reader."""
+    table = pa.table({"v": range(12), "year": [2024, 2025, 2026] * 4, "country": ["DE", "FR"] * 6})
+    flavor = "hive" if factory().type_name == "hive" else None
+    pds.write_dataset(
+        table,
+        tmp_path,
+        format=format,
+        partitioning=["year", "country"],
+        partitioning_flavor=flavor,
+    )
+    theirs = pds.dataset(tmp_path, format=format, partitioning=factory())
+    ours = zd.dataset(
+        tmp_path,
+        format=pds.FeatherFileFormat() if format == "feather" else format,
+        partitioning=factory(),
+    )
+    assert ours.schema == theirs.schema
+    key = [("v", "ascending")]
+    assert ours.to_table().sort_by(key).equals(theirs.to_table().sort_by(key))
+    expression = pc.field("year") == 2025
+    assert (
+        ours.to_table(filter=expression)
+        .sort_by(key)
+        .equals(theirs.to_table(filter=expression).sort_by(key))
+    )
+
+
+def test_formats_given_as_pyarrow_file_formats(tmp_path: Path) -> None:
+    pds.write_dataset(pa.table({"v": [1, 2]}), tmp_path, format="ipc")
+    assert zd.dataset(tmp_path, format=pds.IpcFileFormat()).to_table().column("v").to_pylist() == [
+        1,
+        2,
+    ]
+    with pytest.raises(ValueError, match="not 'csv'"):
+        zd.dataset(tmp_path, format=pds.CsvFileFormat())
