@@ -127,7 +127,8 @@ fn files_list<'py>(py: Python<'py>, files: &[WrittenFile]) -> PyResult<Bound<'py
 /// written); at most `max_open_files` files are open; a partition of more than
 /// `max_rows_per_file` rows is written as several files. Files are written on `threads`
 /// threads (None: by the work), all leasing contexts from one pool. Rows keep their order
-/// within a partition.
+/// within a partition. A Hive directory names a null value `null_fallback`
+/// (`__HIVE_DEFAULT_PARTITION__` by default).
 ///
 /// `file_options` takes the keywords of `zstdpool.parquet.write_table` for Parquet files (its
 /// `compression` and `compression_level`, when there, in place of `compression` and `level`).
@@ -147,7 +148,7 @@ fn files_list<'py>(py: Python<'py>, files: &[WrittenFile]) -> PyResult<Bound<'py
 /// temporary objects, no fsync and no permission bits. `filesystem` may be a pyarrow or
 /// fsspec local filesystem, or a `SubTreeFileSystem` over one.
 #[pyfunction]
-#[pyo3(signature = (data, base_dir, *, partitioning=None, partitioning_flavor="hive", format="parquet", compression="zstd", level=None, basename_template=None, existing_data_behavior="error", max_open_files=1024, max_partitions=None, max_rows_per_file=None, min_rows_per_group=0, max_rows_per_group=None, max_pending_bytes=268435456, threads=None, fsync=false, pool=None, file_options=None, filesystem=None, storage_options=None))]
+#[pyo3(signature = (data, base_dir, *, partitioning=None, partitioning_flavor="hive", format="parquet", compression="zstd", level=None, basename_template=None, existing_data_behavior="error", max_open_files=1024, max_partitions=None, null_fallback=None, max_rows_per_file=None, min_rows_per_group=0, max_rows_per_group=None, max_pending_bytes=268435456, threads=None, fsync=false, pool=None, file_options=None, filesystem=None, storage_options=None))]
 #[allow(clippy::too_many_arguments)]
 pub fn write_dataset<'py>(
     py: Python<'py>,
@@ -162,6 +163,7 @@ pub fn write_dataset<'py>(
     #[pyo3(from_py_with = args::arg::<args::ExistingDataBehavior, _>)] existing_data_behavior: &str,
     max_open_files: i64,
     max_partitions: Option<i64>,
+    null_fallback: Option<String>,
     max_rows_per_file: Option<i64>,
     min_rows_per_group: i64,
     max_rows_per_group: Option<i64>,
@@ -194,6 +196,7 @@ pub fn write_dataset<'py>(
     let options = DatasetOptions {
         partitioning: partition_columns(partitioning)?,
         flavor: flavor(partitioning_flavor)?,
+        null_fallback,
         format: file_format(format, compression, level, file_options)?,
         basename_template,
         existing_data: ExistingData::from_name(existing_data_behavior).or_raise()?,

@@ -170,9 +170,10 @@ impl PyDatasetScanner {
     /// "filename", their names and, unless `infer_partition_types`, their types; for "hive",
     /// given types); inferred
     /// types are dictionaries with `infer_dictionary`. With `page_checksum_verification`,
-    /// Parquet pages whose headers give a CRC are checked against it.
+    /// Parquet pages whose headers give a CRC are checked against it. A Hive value named
+    /// `null_fallback` (`__HIVE_DEFAULT_PARTITION__` by default) is null.
     #[new]
-    #[pyo3(signature = (source, *, format="parquet", partitioning=None, partition_schema=None, infer_partition_types=true, infer_dictionary=false, schema=None, ignore_prefixes=None, pool=None, storage_options=None, page_checksum_verification=false))]
+    #[pyo3(signature = (source, *, format="parquet", partitioning=None, partition_schema=None, infer_partition_types=true, infer_dictionary=false, schema=None, ignore_prefixes=None, pool=None, storage_options=None, page_checksum_verification=false, null_fallback=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -187,6 +188,7 @@ impl PyDatasetScanner {
         pool: Option<&Bound<'_, PyContextPool>>,
         storage_options: Option<&Bound<'_, PyDict>>,
         page_checksum_verification: bool,
+        null_fallback: Option<String>,
     ) -> PyResult<Self> {
         let (format, errors_format) = match format.to_ascii_lowercase().as_str() {
             "parquet" => (FileFormat::Parquet, Format::Parquet),
@@ -204,6 +206,7 @@ impl PyDatasetScanner {
             (Some("hive"), schema) => Partitioning::Hive {
                 schema,
                 dictionary: infer_dictionary,
+                null_fallback,
             },
             (Some("directory"), Some(schema)) => Partitioning::Directory {
                 schema,

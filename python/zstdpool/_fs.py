@@ -155,6 +155,15 @@ def as_pyarrow_filesystem(filesystem: Any) -> pafs.FileSystem | None:
     return None
 
 
+def filesystem_of_uri(uri: str) -> pafs.FileSystem:
+    """A filesystem given as a URI, as pyarrow takes one: the filesystem pyarrow resolves it
+    to, rooted at the URI's path (``"file:///data"`` is the local directory /data)."""
+    import pyarrow.fs as pafs
+
+    fs, path = pafs.FileSystem.from_uri(uri)
+    return pafs.SubTreeFileSystem(path, fs) if path else fs
+
+
 def _filesystem_path(filesystem: Any, target: Any, argument: str) -> FileSystemPath:
     fs = as_pyarrow_filesystem(filesystem)
     if fs is None:
@@ -238,6 +247,8 @@ def resolve(
     only, and a URI resolved by fsspec used them already)."""
     if storage_options is not None and not isinstance(storage_options, dict):
         raise TypeError(f"storage_options must be a dict, not '{type(storage_options).__name__}'")
+    if isinstance(filesystem, str):
+        filesystem = filesystem_of_uri(filesystem)
     if isinstance(target, (list, tuple)):
         if filesystem is not None and _local_base(filesystem) is None:
             return _one(list(target), filesystem, storage_options, argument), None

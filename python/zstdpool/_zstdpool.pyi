@@ -812,6 +812,7 @@ class DatasetScanner:
         pool: ContextPool | None = None,
         storage_options: dict[str, Any] | None = None,
         page_checksum_verification: bool = False,
+        null_fallback: str | None = None,
     ) -> DatasetScanner: ...
     @property
     def schema(self) -> pa.Schema: ...
@@ -871,6 +872,7 @@ def write_dataset(
     existing_data_behavior: Literal["error", "overwrite_or_ignore", "delete_matching"] = "error",
     max_open_files: int = 1024,
     max_partitions: int | None = None,
+    null_fallback: str | None = None,
     max_rows_per_file: int | None = None,
     min_rows_per_group: int = 0,
     max_rows_per_group: int | None = None,

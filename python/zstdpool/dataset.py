@@ -18,8 +18,9 @@ decompressed with a pooled context, and filtered in Rust.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -71,7 +72,11 @@ def _partitioning(partitioning: Any, infer_dictionary: bool = False) -> dict[str
     import pyarrow.dataset as pds
 
     if isinstance(partitioning, pds.HivePartitioning):
-        return {"partitioning": "hive", "partition_schema": partitioning.schema}
+        return {
+            "partitioning": "hive",
+            "partition_schema": partitioning.schema,
+            "null_fallback": _null_fallback(partitioning),
+        }
     if isinstance(partitioning, pds.FilenamePartitioning):
         return {
             "partitioning": "filename",
@@ -116,13 +121,19 @@ class Dataset:
         scanner: DatasetScanner,
         format: str,
         filter: Any = None,
-        reopen: Callable[[pa.Schema | None], DatasetScanner] | None = None,
+        opened: functools.partial[Dataset] | None = None,
     ) -> None:
         self._scanner = scanner
         self._format = format
         self._filter = filter
-        # Opens the same files with another schema (replace_schema).
-        self._reopen = reopen
+        # How the dataset was opened (a partial of ``_open`` taking ``schema=``): opens the
+        # same source again with another schema (replace_schema), and is what a pickle holds.
+        self._opened = opened
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._opened is None:
+            raise TypeError("this dataset was not opened from a source, and cannot be pickled")
+        return (_reopened, (self._opened, self._filter))
 
     @property
     def schema(self) -> pa.Schema:
@@ -133,6 +144,32 @@ class Dataset:
     def partition_schema(self) -> pa.Schema:
         """The partition fields, as the directories type them."""
         return self._scanner.partition_schema
+
+    @property
+    def partitioning(self) -> pds.Partitioning:
+        """The partitioning the files are read with, as ``pyarrow.dataset.Dataset.partitioning``:
+        the one given, or the kind named (a ``HivePartitioning`` for "hive", a
+        ``DirectoryPartitioning`` for field names or none) with the partition fields as they
+        were typed; a dictionary-typed field's dictionary holds its values. pyarrow also
+        gives the values of other fields it discovered; its constructors take no such values."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.dataset as pds
+
+        given = None if self._opened is None else self._opened.keywords.get("partitioning")
+        if isinstance(given, pds.Partitioning):
+            return given
+        schema = self.partition_schema
+        dictionaries = {}
+        if len(schema) > 0:
+            values = self._scanner.partition_values()
+            for i, field in enumerate(schema):
+                if pa.types.is_dictionary(field.type):
+                    column = values.field(i).cast(field.type.value_type)
+                    dictionaries[field.name] = pc.unique(column.drop_null())
+        if given == "hive":
+            return pds.HivePartitioning(schema, dictionaries=dictionaries or None)
+        return pds.DirectoryPartitioning(schema, dictionaries=dictionaries or None)
 
     @property
     def files(self) -> list[str]:
@@ -154,7 +191,7 @@ class Dataset:
         ``filters`` forms); the filters of later reads apply on top of it."""
         if _filters.normalize(expression) is None:
             raise TypeError("filter: expression must be an Expression or filters, not None")
-        return Dataset(self._scanner, self._format, self._combined(expression), self._reopen)
+        return Dataset(self._scanner, self._format, self._combined(expression), self._opened)
 
     def replace_schema(self, schema: pa.Schema) -> Dataset:
         """The source, listed again, read as ``schema`` (columns a file lacks read as nulls;
@@ -163,9 +200,9 @@ class Dataset:
 
         if not isinstance(schema, pa.Schema):
             raise TypeError(f"schema must be a pyarrow Schema, not '{type(schema).__name__}'")
-        if self._reopen is None:
+        if self._opened is None:
             raise NotImplementedError("this dataset cannot be reopened with another schema")
-        return Dataset(self._reopen(schema), self._format, self._filter, self._reopen)
+        return _reopened(functools.partial(self._opened, schema=schema), self._filter)
 
     def scanner(
         self,
@@ -200,21 +237,42 @@ class Dataset:
         assert own is not None and given is not None
         return own & given
 
-    @staticmethod
     def _columns(
+        self,
         columns: Any,
     ) -> tuple[list[str] | None, dict[str, pc.Expression] | None]:
-        """The columns a read names, or the projection it computes (every column is read)."""
-        if isinstance(columns, dict):
-            import pyarrow.compute as pc
+        """The columns a read names, and the projection it computes from them, if any: a
+        dict of Expressions (every column is read), or names that include a dotted path into
+        a struct ("interaction.type", output as its last name, as pyarrow names it; the
+        columns it lies in are read)."""
+        import pyarrow.compute as pc
 
+        if isinstance(columns, dict):
             for name, value in columns.items():
                 if not isinstance(name, str) or not isinstance(value, pc.Expression):
                     raise TypeError(
                         "columns: a dict must map output names (str) to pyarrow Expressions"
                     )
             return None, columns
-        return columns, None
+        if columns is None:
+            return None, None
+        if isinstance(columns, str):
+            raise TypeError("columns must be a list of column names")
+        columns = list(columns)
+        names = set(self.schema.names)
+        paths = [c for c in columns if isinstance(c, str) and c not in names and "." in c]
+        if not paths:
+            return columns, None
+        roots: list[str] = []
+        projection: dict[str, pc.Expression] = {}
+        for c in columns:
+            parts = c.split(".") if c in paths else [c]
+            if parts[0] not in names:
+                return columns, None  # the scanner names the column missing
+            if parts[0] not in roots:
+                roots.append(parts[0])
+            projection[parts[-1]] = pc.field(*parts)
+        return roots, projection
 
     def _plan(
         self, columns: Sequence[str] | None, filter: Any
@@ -688,6 +746,7 @@ def _open(
 ) -> Dataset:
     """``dataset``, with inferred partition types as dictionaries and page checksums
     verified on request (what ``zstdpool.parquet.read_table`` asks for, as pyarrow's does)."""
+    given_source, given_options = source, storage_options
     source, storage_options = _fs.resolve(source, filesystem, storage_options, "source")
     fmt = _format_name(format).lower()
     if fmt not in ("parquet", "ipc", "arrow", "feather"):
@@ -704,25 +763,69 @@ def _open(
         )
     if isinstance(src, str) and not _fs.is_store_url(src) and not os.path.exists(src):
         raise FileNotFoundError(2, "No such file or directory", src)
+    _check_listed_files(src)
+    if schema is not None:
+        names = schema.names
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"schema: the column {twice[0]!r} is named more than once")
     import pyarrow.dataset as pds
 
     if isinstance(partitioning, pds.PartitioningFactory):
         partitioning = _discovered(partitioning, src, fmt, ignore_prefixes)
     keywords = _partitioning(partitioning, infer_dictionary)
+    scanner = DatasetScanner(
+        src,
+        format=fmt,
+        schema=schema,
+        ignore_prefixes=list(ignore_prefixes),
+        pool=pool,
+        storage_options=storage_options,
+        page_checksum_verification=page_checksum_verification,
+        **keywords,
+    )
+    opened = functools.partial(
+        _open,
+        source=given_source,
+        format=format,
+        partitioning=partitioning,
+        schema=schema,
+        filesystem=filesystem,
+        ignore_prefixes=tuple(ignore_prefixes),
+        pool=pool,
+        infer_dictionary=infer_dictionary,
+        storage_options=given_options,
+        page_checksum_verification=page_checksum_verification,
+    )
+    return Dataset(scanner, "parquet" if fmt == "parquet" else "ipc", opened=opened)
 
-    def scanner(schema: pa.Schema | None) -> DatasetScanner:
-        return DatasetScanner(
-            src,
-            format=fmt,
-            schema=schema,
-            ignore_prefixes=list(ignore_prefixes),
-            pool=pool,
-            storage_options=storage_options,
-            page_checksum_verification=page_checksum_verification,
-            **keywords,
-        )
 
-    return Dataset(scanner(schema), "parquet" if fmt == "parquet" else "ipc", reopen=scanner)
+def _check_listed_files(src: Any) -> None:
+    """Refuses a list of files that names a directory, naming it (a directory is read as
+    a dataset only when it is the source)."""
+    if isinstance(src, list):
+        for path in src:
+            if not _fs.is_store_url(path) and os.path.isdir(path):
+                raise IsADirectoryError(
+                    21, f"{path} points to a directory, but only file paths are supported"
+                )
+    elif isinstance(src, _fs.FileSystemPath) and isinstance(src.keys, list):
+        import pyarrow.fs as pafs
+
+        fs = src.adapter.filesystem
+        paths = [src.adapter.root + k for k in src.keys]
+        for info in fs.get_file_info(paths):
+            if info.type == pafs.FileType.Directory:
+                raise IsADirectoryError(
+                    21, f"{info.path} points to a directory, but only file paths are supported"
+                )
+
+
+def _reopened(opened: functools.partial[Dataset], filter: Any) -> Dataset:
+    """The dataset ``opened`` opens, with ``filter``: a pickled dataset lists its source
+    again where it is unpickled."""
+    dataset = opened()
+    return Dataset(dataset._scanner, dataset._format, filter, opened)
 
 
 def _discovered(
@@ -905,6 +1008,22 @@ def _with_schema(stream: Any, schema: pa.Schema | None) -> Any:
     return pa.RecordBatchReader.from_stream(stream, schema=schema)
 
 
+def _null_fallback(partitioning: Any) -> str | None:
+    """What a pyarrow ``HivePartitioning`` names a null value, where it is not
+    ``__HIVE_DEFAULT_PARTITION__`` (its ``null_fallback``); None otherwise. pyarrow does not
+    show it, but formats a null with it."""
+    import urllib.parse
+
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pds
+
+    if not isinstance(partitioning, pds.HivePartitioning) or len(partitioning.schema) == 0:
+        return None
+    directory, _ = partitioning.format(pc.field(partitioning.schema.names[0]).is_null())
+    value = urllib.parse.unquote(directory.split("/")[0].split("=", 1)[1])
+    return None if value == "__HIVE_DEFAULT_PARTITION__" else value
+
+
 def _write_partitioning(partitioning: Any, flavor: str | None) -> tuple[list[str], str | None]:
     """pyarrow's ``partitioning`` and ``partitioning_flavor`` as names and a flavor (None:
     directories of values, "hive", "filename")."""
@@ -1064,6 +1183,7 @@ def write_dataset(
         "existing_data_behavior": existing_data_behavior,
         "max_open_files": 1024 if max_open_files is None else max_open_files,
         "max_partitions": max_partitions,
+        "null_fallback": _null_fallback(partitioning),
         "max_rows_per_file": rows_per_file,
         "min_rows_per_group": min_rows_per_group or 0,
         "max_rows_per_group": max_rows_per_group,

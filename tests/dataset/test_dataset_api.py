@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pds
 import pytest
+import zstdpool
 import zstdpool.dataset as zd
 
 N = 500
@@ -190,3 +191,78 @@ def test_formats_given_as_pyarrow_file_formats(tmp_path: Path) -> None:
     ]
     with pytest.raises(ValueError, match="not 'csv'"):
         zd.dataset(tmp_path, format=pds.CsvFileFormat())
+
+
+def test_a_dataset_pickles_with_its_source_filter_and_schema(hive: Path) -> None:
+    import pickle
+
+    dataset = zd.dataset(hive, partitioning=pds.HivePartitioning.discover(infer_dictionary=True))
+    back = pickle.loads(pickle.dumps(dataset))
+    assert back.schema == dataset.schema
+    assert back.to_table().equals(dataset.to_table())
+    kept = dataset.filter(pc.field("id") > 300)
+    assert pickle.loads(pickle.dumps(kept)).to_table().equals(kept.to_table())
+    schema = pa.schema(
+        [(f.name, pa.large_string() if f.type == pa.string() else f.type) for f in dataset.schema]
+    )
+    replaced = dataset.replace_schema(schema)
+    assert pickle.loads(pickle.dumps(replaced)).schema == replaced.schema
+
+
+def test_partitioning_is_the_one_read_with(hive: Path) -> None:
+    part = zd.dataset(hive).partitioning
+    assert isinstance(part, pds.HivePartitioning)
+    assert part.schema == pa.schema([("k", pa.int32())])
+    given = pds.partitioning(pa.schema([("k", pa.int64())]), flavor="hive")
+    assert zd.dataset(hive, partitioning=given).partitioning is given
+    found = zd.dataset(hive, partitioning=pds.HivePartitioning.discover(infer_dictionary=True))
+    assert found.partitioning.schema == pa.schema([("k", pa.dictionary(pa.int32(), pa.int32()))])
+    assert sorted(found.partitioning.dictionaries[0].to_pylist()) == [0, 1, 2, 3, 4]
+    none = zd.dataset(hive, partitioning=None).partitioning
+    assert isinstance(none, pds.DirectoryPartitioning) and len(none.schema) == 0
+
+
+@pytest.mark.parametrize("writer", ["pyarrow", "zstdpool"])
+def test_null_fallback_names_nulls_as_pyarrow_does(tmp_path: Path, writer: str) -> None:
+    """A HivePartitioning's null_fallback (which pyarrow does not show: it is read from how
+    the partitioning formats a null) names null values when written and when read."""
+    table = pa.table({"v": [1, 2, 3], "a": ["x", None, "z"], "b": ["x", "y", None]})
+    schema = pa.schema([("a", pa.string()), ("b", pa.string())])
+    part = pds.HivePartitioning(schema, None, "xyz")
+    write = pds.write_dataset if writer == "pyarrow" else zd.write_dataset
+    write(table, tmp_path, format="parquet", partitioning=part)
+    dirs = sorted(str(p.relative_to(tmp_path).parent) for p in tmp_path.rglob("*.parquet"))
+    assert dirs == ["a=x/b=x", "a=xyz/b=y", "a=z/b=xyz"]
+    ours = zd.dataset(tmp_path, partitioning=part).to_table().sort_by("v")
+    theirs = pds.dataset(tmp_path, partitioning=part).to_table().sort_by("v")
+    assert ours.equals(theirs)
+    assert ours.column("a").to_pylist() == ["x", None, "z"]
+    found = pds.HivePartitioning.discover(null_fallback="xyz")
+    assert zd.dataset(tmp_path, partitioning=found).to_table().sort_by("v").equals(theirs)
+
+
+def test_filesystem_given_as_a_uri(hive: Path) -> None:
+    """A filesystem given as a URI, as pyarrow takes one: rooted at its path."""
+    ours = zd.dataset(".", filesystem=f"file://{hive}").to_table()
+    assert ours.sort_by("id").equals(zd.dataset(hive).to_table().sort_by("id"))
+    one = sorted(p.relative_to(hive) for p in hive.rglob("*.parquet"))[0]
+    assert zd.dataset(str(one), filesystem=f"file://{hive}").count_rows() > 0
+
+
+def test_columns_as_dotted_paths_into_structs(tmp_path: Path) -> None:
+    table = pa.table(
+        {
+            "id": [1, 2],
+            "a.dotted.field": [1, 2],
+            "s": [{"t": None, "v": [1, 2]}, {"t": "scroll", "v": [3]}],
+        }
+    )
+    zd.write_dataset(table, tmp_path)
+    columns = ["id", "s.t", "s.v", "a.dotted.field"]
+    ours = zd.dataset(tmp_path).to_table(columns=columns)
+    assert ours.equals(pds.dataset(tmp_path).to_table(columns=columns))
+    assert ours.column_names == ["id", "t", "v", "a.dotted.field"]
+    batches = zd.dataset(tmp_path).to_reader(columns=columns).read_all()
+    assert batches.equals(ours)
+    with pytest.raises(zstdpool.ParameterError, match="nope"):
+        zd.dataset(tmp_path).to_table(columns=["nope.t"])

@@ -37,6 +37,8 @@ pub enum Flavor {
 /// Splits batches of one schema by its partition columns.
 pub struct Partitioner {
     flavor: Flavor,
+    /// What a Hive directory names a null value.
+    null_name: String,
     keys: Vec<usize>,
     names: Vec<String>,
     /// The columns the files hold: all but the partition columns (their values are in the
@@ -220,6 +222,7 @@ impl Partitioner {
         )?;
         Ok(Partitioner {
             flavor,
+            null_name: NULL_PARTITION.to_string(),
             keys,
             names: names.to_vec(),
             values,
@@ -279,6 +282,20 @@ impl Partitioner {
 }
 
 impl Partitioner {
+    /// This partitioner with Hive directories naming a null value `name` (pyarrow's
+    /// `null_fallback`) rather than `__HIVE_DEFAULT_PARTITION__`.
+    pub fn with_null_name(mut self, name: &str) -> Result<Self> {
+        if name.is_empty() {
+            return Err(Error::Parameter(
+                "null_fallback must not be empty: a directory `key=` names no value".into(),
+            ));
+        }
+        self.null_name = name.to_string();
+        Ok(self)
+    }
+}
+
+impl Partitioner {
     /// What row `row`'s partition is called: its directory (Hive, Directory), or its file
     /// name prefix (Filename).
     fn name(
@@ -298,7 +315,7 @@ impl Partitioner {
                 name.push_str(&escape(&self.names[k]));
                 name.push('=');
                 match &value {
-                    None => name.push_str(NULL_PARTITION),
+                    None => name.push_str(&escape(&self.null_name)),
                     Some(v) => name.push_str(&escape(v)),
                 }
                 continue;

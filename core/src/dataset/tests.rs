@@ -244,6 +244,7 @@ fn a_dataset_goes_to_a_store_and_reads_back() {
         &Partitioning::Hive {
             schema: None,
             dictionary: false,
+            null_fallback: None,
         },
         None,
         &pool,

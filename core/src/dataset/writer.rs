@@ -116,6 +116,9 @@ pub struct DatasetOptions {
     pub partitioning: Vec<String>,
     /// How their values name the files: Hive directories `name=value/` by default.
     pub flavor: Flavor,
+    /// What a Hive directory names a null value (pyarrow's `null_fallback`); None:
+    /// `__HIVE_DEFAULT_PARTITION__`.
+    pub null_fallback: Option<String>,
     pub format: FileFormat,
     /// File names, with `{i}` counting from 0 in each directory (`part-{i}.parquet`).
     pub basename_template: Option<String>,
@@ -144,6 +147,7 @@ impl Default for DatasetOptions {
         DatasetOptions {
             partitioning: Vec::new(),
             flavor: Flavor::Hive,
+            null_fallback: None,
             format: FileFormat::Parquet(Box::default()),
             basename_template: None,
             existing_data: ExistingData::Error,
@@ -472,7 +476,10 @@ impl DatasetWriter {
         options: DatasetOptions,
         pool: &ContextPool,
     ) -> Result<Self> {
-        let partitioner = Partitioner::try_new(&schema, &options.partitioning, options.flavor)?;
+        let mut partitioner = Partitioner::try_new(&schema, &options.partitioning, options.flavor)?;
+        if let Some(null) = &options.null_fallback {
+            partitioner = partitioner.with_null_name(null)?;
+        }
         if options.flavor == Flavor::Filename
             && options.existing_data == ExistingData::DeleteMatching
             && !options.partitioning.is_empty()

@@ -25,9 +25,11 @@ pub enum Partitioning {
     /// `key=value` directories; the keys are discovered, or given with their types.
     /// Inferred types are dictionaries of them with `dictionary` (as `pyarrow.parquet`
     /// infers them).
+    /// A value named `null_fallback` (`__HIVE_DEFAULT_PARTITION__` when None) is null.
     Hive {
         schema: Option<SchemaRef>,
         dictionary: bool,
+        null_fallback: Option<String>,
     },
     /// The first directories below the root hold the values of these fields, in order; their
     /// types are inferred with `infer`, as for Hive.
@@ -148,8 +150,10 @@ pub fn unescape(segment: &str) -> Result<String> {
     })
 }
 
-fn value_of(raw: &str) -> Result<Option<String>> {
-    (raw != NULL_PARTITION).then(|| unescape(raw)).transpose()
+/// A partition value as written, `null` naming a null one.
+fn value_of(raw: &str, null: &str) -> Result<Option<String>> {
+    let value = unescape(raw)?;
+    Ok((value != null).then_some(value))
 }
 
 /// An integer's text as arrow's parser reads it, where arrow-rs's cast does not: `0x` or
@@ -245,7 +249,12 @@ pub fn partitions(
                 values: vec![Vec::new(); n],
             })
         }
-        Partitioning::Hive { schema, dictionary } => {
+        Partitioning::Hive {
+            schema,
+            dictionary,
+            null_fallback,
+        } => {
+            let null = null_fallback.as_deref().unwrap_or(NULL_PARTITION);
             let mut keys: Vec<String> = match schema {
                 Some(s) => s.fields().iter().map(|f| f.name().clone()).collect(),
                 None => Vec::new(),
@@ -259,7 +268,7 @@ pub fn partitions(
                         if schema.is_none() && !keys.contains(&k) {
                             keys.push(k.clone());
                         }
-                        pairs.push((k, value_of(v)?));
+                        pairs.push((k, value_of(v, null)?));
                     }
                 }
                 let values = keys
@@ -310,7 +319,7 @@ pub fn partitions(
                     let values = (0..names.len())
                         .map(|i| {
                             segs.get(i)
-                                .map(|s| value_of(s))
+                                .map(|s| value_of(s, NULL_PARTITION))
                                 .transpose()
                                 .map(Option::flatten)
                         })
@@ -498,6 +507,7 @@ mod tests {
             &Partitioning::Hive {
                 schema: None,
                 dictionary: false,
+                null_fallback: None,
             },
         )
         .unwrap();

@@ -53,6 +53,7 @@ fn open(root: &Path) -> Dataset {
         &Partitioning::Hive {
             schema: None,
             dictionary: false,
+            null_fallback: None,
         },
         None,
         &pool(),
