@@ -119,6 +119,31 @@ def test_a_large_object_read_whole_takes_few_requests(
         assert held < size // 4, (held, size)
 
 
+@pytest.mark.parametrize("cut", [False, True], ids=["refused", "cut"])
+def test_a_whole_read_whose_get_fails_raises(
+    env: None,
+    moto: MotoServer,
+    bucket: str,
+    proxy: Proxy,
+    monkeypatch: pytest.MonkeyPatch,
+    cut: bool,
+) -> None:
+    """A large object read whole is decoded as its one GET arrives: a GET refused, or cut
+    half-way (the connection lost), is the read's error, never a hang or a short table; and
+    the file reads whole afterwards."""
+    n = 2_000_000
+    big = pa.table({"x": pa.array(range(n), pa.int64())})
+    zpq.write_table(big, f"s3://{bucket}/big.parquet", compression="none", row_group_size=n // 4)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.endpoint)
+    f = zpq.ParquetFile(f"s3://{bucket}/big.parquet", storage_options={"max_retries": 0})
+    proxy.clear()
+    proxy.fail(1, method="GET", cut=cut)
+    with pytest.raises(OSError, match="big.parquet"):
+        f.read()
+    assert proxy.seen, "read through the proxy"
+    assert f.read().equals(big)
+
+
 @pytest.fixture
 def silent_endpoint() -> Iterator[str]:
     """An endpoint that accepts connections and never answers (a hung server)."""

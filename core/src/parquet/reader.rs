@@ -28,7 +28,8 @@ use crate::pool::ContextPool;
 const MAGIC: &[u8; 4] = b"PAR1";
 const ENCRYPTED_MAGIC: &[u8; 4] = b"PARE";
 
-/// An open Parquet file.
+/// An open Parquet file (a clone shares its footer and its source).
+#[derive(Clone)]
 pub struct ParquetFile {
     source: ParquetSource,
     metadata: Arc<ParquetMetaData>,
@@ -116,7 +117,12 @@ impl ParquetFile {
                 "not a Parquet file: {len} bytes is too short for the magic bytes and footer"
             )));
         }
-        let head = source.get_bytes(0, 4)?;
+        // The leading magic bytes of an object in a store would be a request of their own:
+        // there only the footer's are checked, as parquet-cpp and the parquet crate check.
+        let head = match source.requests() {
+            true => bytes::Bytes::from_static(&MAGIC[..]),
+            false => source.get_bytes(0, 4)?,
+        };
         let tail = source.get_bytes(len - 8, 8)?;
         if &tail[4..] == ENCRYPTED_MAGIC {
             return Err(Error::Parquet(
@@ -559,7 +565,12 @@ impl ParquetFile {
                 })
                 .map_err(|e| e.at(format_args!("row group {g}, column '{name}'")))
             },
-        )?;
+        )
+        // Bytes that did not arrive are the read's error, not the decoder's account of it.
+        .map_err(|e| match self.source.prefetch_failure() {
+            Some(io) => Error::Io(io),
+            None => e,
+        })?;
         let mut batches = Vec::with_capacity(groups.len());
         let mut columns = columns.into_iter();
         for &g in &groups {

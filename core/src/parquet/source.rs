@@ -25,6 +25,16 @@ pub trait ReadAt: Send + Sync {
     }
     /// Lets go of what [`ReadAt::prefetch`] fetched: the read that asked for it is over.
     fn forget_prefetched(&self) {}
+    /// Why fetching what [`ReadAt::prefetch`] asked for failed, if it did: a read that
+    /// failed for it reports this, an I/O error, rather than the decoder's account of it.
+    fn prefetch_failure(&self) -> Option<io::Error> {
+        None
+    }
+    /// Whether each read not prefetched is a request of its own (an object store's), which
+    /// costs far more than its bytes.
+    fn requests(&self) -> bool {
+        false
+    }
 }
 
 impl ReadAt for File {
@@ -66,6 +76,19 @@ impl ParquetSource {
             ParquetSource::Memory(_) => Ok(()),
             ParquetSource::At { input, .. } => input.prefetch(ranges),
         }
+    }
+
+    /// Why a prefetch failed, if it did (see [`ReadAt::prefetch_failure`]).
+    pub fn prefetch_failure(&self) -> Option<io::Error> {
+        match self {
+            ParquetSource::Memory(_) => None,
+            ParquetSource::At { input, .. } => input.prefetch_failure(),
+        }
+    }
+
+    /// Whether reads of this source are requests (see [`ReadAt::requests`]).
+    pub fn requests(&self) -> bool {
+        matches!(self, ParquetSource::At { input, .. } if input.requests())
     }
 
     /// Lets go of what [`ParquetSource::prefetch`] fetched.

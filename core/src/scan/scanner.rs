@@ -77,6 +77,9 @@ pub struct Dataset {
     schema: SchemaRef,
     pool: ContextPool,
     parquet_limits: ParquetLimits,
+    /// The first file of a store, opened for the schema: its footer took requests that a
+    /// read of it need not make again.
+    first: Option<ParquetFile>,
 }
 
 /// What a read returns and keeps.
@@ -170,10 +173,20 @@ impl Dataset {
             schema: Arc::new(Schema::empty()),
             pool: pool.clone(),
             parquet_limits: ParquetLimits::default(),
+            first: None,
         };
         let file_schema = match schema {
             Some(s) => s,
             None => match dataset.found.files.first() {
+                Some(f) if dataset.store.is_some() && format == Format::Parquet => {
+                    let (path, size) = (f.path.clone(), f.size);
+                    let file = dataset
+                        .open_parquet(&path, size, false)
+                        .map_err(|e| e.at(path.display()))?;
+                    let schema = file.schema().clone();
+                    dataset.first = Some(file);
+                    schema
+                }
                 Some(f) => dataset.file_schema(&f.path.clone(), f.size)?,
                 None => Arc::new(Schema::empty()),
             },
@@ -198,6 +211,10 @@ impl Dataset {
     /// The dataset with each Parquet page whose header gives a CRC checked against it
     /// (`page_checksum_verification`).
     pub fn verifying_checksums(mut self, verify: bool) -> Self {
+        if self.parquet_limits.verify_checksums != verify {
+            // Opened with the other limits.
+            self.first = None;
+        }
         self.parquet_limits.verify_checksums = verify;
         self
     }
@@ -440,6 +457,9 @@ impl Dataset {
 
     /// Opens file `i`: its footer read (and a small file read whole).
     fn open_file(&self, i: usize) -> Result<OpenedFile> {
+        if let (0, Some(first)) = (i, &self.first) {
+            return Ok(OpenedFile::Parquet(first.clone()));
+        }
         let DatasetFile { path, size, .. } = &self.found.files[i];
         match self.format {
             Format::Parquet => self

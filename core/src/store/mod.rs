@@ -524,6 +524,114 @@ pub struct StoreObject {
     /// The ranges a whole read said it would read ([`ReadAt::prefetch`]), fetched together,
     /// by offset; kept until that read ends.
     prefetched: std::sync::Mutex<Vec<(u64, Bytes)>>,
+    /// The whole object as it arrives, when a read asked for most of it: its ranges are read
+    /// as soon as their bytes are in, so that decoding runs while the rest is fetched.
+    arriving: std::sync::Mutex<Option<Arc<Arrival>>>,
+}
+
+/// An object's bytes arriving from one GET: its chunks in order, and how the GET ended.
+struct Arrival {
+    state: std::sync::Mutex<Arrived>,
+    more: std::sync::Condvar,
+    task: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+#[derive(Default)]
+struct Arrived {
+    /// Chunks by offset, back to back from 0.
+    chunks: Vec<(u64, Bytes)>,
+    received: u64,
+    /// Set when the GET ended: Ok, or why it failed.
+    ended: Option<std::result::Result<(), String>>,
+}
+
+impl Arrival {
+    /// Starts the GET of `path` on the runtime.
+    fn start(store: &Store, path: &str) -> Result<Arc<Arrival>> {
+        let k = key(path)?;
+        let arrival = Arc::new(Arrival {
+            state: Default::default(),
+            more: std::sync::Condvar::new(),
+            task: Default::default(),
+        });
+        let into = arrival.clone();
+        let store = store.clone();
+        let path = path.to_string();
+        let task = runtime::runtime()?.spawn(async move {
+            let fetched = async {
+                let mut stream = store.0.store.get(&k).await?.into_stream();
+                while let Some(chunk) = stream.next().await {
+                    into.push(chunk?);
+                }
+                Ok::<_, object_store::Error>(())
+            }
+            .await;
+            let ended = fetched.map_err(|e| store.error("read", &path, e).to_string());
+            into.end(ended);
+        });
+        *arrival.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
+        Ok(arrival)
+    }
+
+    fn push(&self, chunk: Bytes) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let at = state.received;
+        state.received += chunk.len() as u64;
+        state.chunks.push((at, chunk));
+        drop(state);
+        self.more.notify_all();
+    }
+
+    fn end(&self, ended: std::result::Result<(), String>) {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).ended = Some(ended);
+        self.more.notify_all();
+    }
+
+    /// Copies `offset..offset + buf.len()` once those bytes have arrived; an error if the
+    /// GET failed or ended before them.
+    fn read(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let end = offset + buf.len() as u64;
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        while state.received < end && state.ended.is_none() {
+            state = self.more.wait(state).unwrap_or_else(|p| p.into_inner());
+        }
+        if state.received < end {
+            return Err(match &state.ended {
+                Some(Err(why)) => io::Error::other(why.clone()),
+                _ => io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    format!("the object ended at {} bytes, before {end}", state.received),
+                ),
+            });
+        }
+        let first = state
+            .chunks
+            .partition_point(|(at, c)| at + c.len() as u64 <= offset);
+        let mut done = 0;
+        for (at, chunk) in &state.chunks[first..] {
+            if done == buf.len() {
+                break;
+            }
+            let from = (offset + done as u64 - at) as usize;
+            let n = (chunk.len() - from).min(buf.len() - done);
+            buf[done..done + n].copy_from_slice(&chunk[from..from + n]);
+            done += n;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Arrival {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .task
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
 }
 
 /// What a read near an object's end fetches at once (the parquet crate's own footer
@@ -553,6 +661,7 @@ impl StoreObject {
             tail: std::sync::OnceLock::new(),
             windows: Default::default(),
             prefetched: Default::default(),
+            arriving: Default::default(),
         }
     }
 
@@ -602,10 +711,18 @@ impl ReadAt for StoreObject {
     }
 
     /// Fetches the ranges not already at hand: one GET of the whole object where they cover
-    /// most of it, else one call of object_store's `get_ranges` (coalesced, concurrent). A
-    /// large file read whole takes one or a few requests instead of a window's request after
-    /// another.
+    /// most of it, read as it arrives (see [`Arrival`]), else one call of object_store's
+    /// `get_ranges` (coalesced, concurrent). A large file read whole takes one or a few
+    /// requests instead of a window's request after another.
     fn prefetch(&self, ranges: &[Range<u64>]) -> io::Result<()> {
+        if self
+            .arriving
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_some()
+        {
+            return Ok(());
+        }
         let tail_start = self.size.saturating_sub(TAIL);
         let wanted: Vec<Range<u64>> = {
             let have = self.prefetched.lock().unwrap_or_else(|p| p.into_inner());
@@ -630,14 +747,15 @@ impl ReadAt for StoreObject {
             other => io::Error::other(other.to_string()),
         };
         let total: u64 = wanted.iter().map(|r| r.end - r.start).sum();
-        let pieces: Vec<(u64, Bytes)> = if total.saturating_mul(2) >= self.size {
+        if total.saturating_mul(2) >= self.size {
             // Most of the object: one GET of all of it, the request a store serves fastest
             // (ranges of one object cost the local S3 server more; RESULTS.md).
-            vec![(0, self.store.get(&self.path).map_err(to_io)?)]
-        } else {
-            let fetched = self.store.get_ranges(&self.path, &wanted).map_err(to_io)?;
-            wanted.iter().map(|r| r.start).zip(fetched).collect()
-        };
+            let arrival = Arrival::start(&self.store, &self.path).map_err(to_io)?;
+            *self.arriving.lock().unwrap_or_else(|p| p.into_inner()) = Some(arrival);
+            return Ok(());
+        }
+        let fetched = self.store.get_ranges(&self.path, &wanted).map_err(to_io)?;
+        let pieces: Vec<(u64, Bytes)> = wanted.iter().map(|r| r.start).zip(fetched).collect();
         let mut have = self.prefetched.lock().unwrap_or_else(|p| p.into_inner());
         have.extend(pieces);
         Ok(())
@@ -648,6 +766,27 @@ impl ReadAt for StoreObject {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clear();
+        self.arriving
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+    }
+
+    fn requests(&self) -> bool {
+        true
+    }
+
+    fn prefetch_failure(&self) -> Option<io::Error> {
+        let arriving = self.arriving.lock().unwrap_or_else(|p| p.into_inner());
+        let state = arriving
+            .as_ref()?
+            .state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        match &state.ended {
+            Some(Err(why)) => Some(io::Error::other(why.clone())),
+            _ => None,
+        }
     }
 
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
@@ -670,6 +809,15 @@ impl ReadAt for StoreObject {
             return Ok(n);
         }
         let wanted = (end - offset) as usize;
+        let arriving = self
+            .arriving
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(arrival) = arriving {
+            arrival.read(offset, &mut buf[..wanted])?;
+            return Ok(wanted);
+        }
         if self.read_from_windows(offset, &mut buf[..wanted]) {
             return Ok(wanted);
         }

@@ -77,7 +77,9 @@ class MotoServer:
 class Proxy:
     """Forwards requests to ``upstream_port`` after ``delay`` seconds, except those a rule
     fails: the next ``count`` requests of ``method`` (whose target holds ``query``) answer
-    ``status``, or with ``status=None`` lose their connection without an answer."""
+    ``status``, or with ``status=None`` lose their connection without an answer, or with
+    ``cut=True`` get the server's answer with only half its body before the connection is
+    lost."""
 
     def __init__(self, upstream_port: int, delay: float = 0.0, port: int = 0) -> None:
         self.lock = threading.Lock()
@@ -146,7 +148,7 @@ class Proxy:
                 rule = proxy._take_rule(self.command, self.path)
                 if delay:
                     time.sleep(delay)
-                if rule is not None:
+                if rule is not None and not rule["cut"]:
                     if rule["status"] is None:
                         self.close_connection = True
                         self.connection.shutdown(socket.SHUT_RDWR)
@@ -170,6 +172,12 @@ class Proxy:
                 length = resp.getheader("Content-Length") if self.command == "HEAD" else None
                 self.send_header("Content-Length", length or str(len(data)))
                 self.end_headers()
+                if rule is not None:  # cut: half the body, then the connection is lost
+                    self.wfile.write(data[: len(data) // 2])
+                    self.wfile.flush()
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
                 if self.command != "HEAD":
                     self.wfile.write(data)
 
@@ -202,9 +210,12 @@ class Proxy:
         method: str | None = None,
         status: int | None = 500,
         query: str | None = None,
+        cut: bool = False,
     ) -> None:
         with self.lock:
-            self.rules.append({"count": count, "method": method, "status": status, "query": query})
+            self.rules.append(
+                {"count": count, "method": method, "status": status, "query": query, "cut": cut}
+            )
 
     def clear(self) -> None:
         with self.lock:
