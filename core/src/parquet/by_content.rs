@@ -5,10 +5,10 @@
 //! The parquet crate cuts pages by content only inside its own `ArrowWriter`: the chunker and
 //! the column writers' page break are private to it. So each top-level field of such a row
 //! group is written by an `ArrowWriter` of its own, into memory, with the column writers'
-//! properties (the leaves the repaging stage compresses stay uncompressed there); fields are
+//! properties (the leaves the compression stage compresses stay uncompressed there); fields are
 //! written on as many threads as a row group's columns are. Each column chunk is then taken out
 //! of that file with what its footer says of it (metadata, page indexes, bloom filter) and goes
-//! on as a column writer's chunk goes: through the repaging stage, or appended as it is. A
+//! on as a column writer's chunk goes: through the compression stage, or appended as it is. A
 //! chunker belongs to one leaf, so writing fields apart cuts the pages one writer would.
 //!
 //! A fresh `ArrowWriter` per row group starts its chunkers afresh at each row group, where

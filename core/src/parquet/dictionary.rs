@@ -11,7 +11,7 @@
 //! categories and its order that way, and an ordered one then compares differently after a
 //! round trip. pyarrow writes the Arrow dictionary itself, and so does this stage, for a
 //! top-level column of strings or binaries whose row group's batches share one dictionary: the
-//! repaging stage replaces the dictionary page's body with the Arrow dictionary, PLAIN-encoded,
+//! compression stage replaces the dictionary page's body with the Arrow dictionary, PLAIN-encoded,
 //! and each dictionary-encoded data page's indices with the Arrow keys of its rows.
 
 use std::ops::Range;
@@ -157,23 +157,6 @@ impl Sample<'_> {
             i += self.step;
         }
         true
-    }
-}
-
-/// Whether the dictionary of a column of type `dt` can be written as given: strings or
-/// binaries, which pyarrow reads back into a dictionary (it decodes other value types).
-pub(crate) fn writes_given_dictionary(dt: &DataType) -> bool {
-    match dt {
-        DataType::Dictionary(_, v) => matches!(
-            v.as_ref(),
-            DataType::Utf8
-                | DataType::LargeUtf8
-                | DataType::Utf8View
-                | DataType::Binary
-                | DataType::LargeBinary
-                | DataType::BinaryView
-        ),
-        _ => false,
     }
 }
 

@@ -17,14 +17,7 @@ use ::parquet::column::page::Page;
 
 use crate::error::{Error, Result};
 
-use super::pages::PageStep;
-
-/// The levels a chunk's pages carry before their values (v1 pages).
-#[derive(Clone, Copy)]
-pub(crate) struct Levels {
-    pub max_rep: i16,
-    pub max_def: i16,
-}
+use super::steps::{levels_len, Levels, PageStep};
 
 /// The running measure of one string or binary column chunk.
 pub(crate) struct Expansion {
@@ -115,7 +108,7 @@ impl Expansion {
                 // read).
                 let bound = dictionary_bytes(values, &self.lengths, Some(self.longest));
                 let total = self.decoded.saturating_add(bound);
-                if !self.expands || crate::headroom::can_map(total.saturating_mul(2)) {
+                if !self.expands || crate::memory::headroom::can_map(total.saturating_mul(2)) {
                     self.decoded = total;
                     return Ok(());
                 }
@@ -177,7 +170,7 @@ fn lengths_fit(count: u64) -> Result<()> {
 
 /// Whether `need` bytes can be allocated now (see `headroom`), else the error `refused` makes.
 fn reserve(need: u64, refused: impl Fn() -> Error) -> Result<()> {
-    match crate::headroom::can_map(need) {
+    match crate::memory::headroom::can_map(need) {
         true => Ok(()),
         false => Err(refused()),
     }
@@ -201,20 +194,6 @@ fn plain_lengths(buf: &[u8], num_values: u32) -> Result<Vec<u32>> {
         rest = tail;
     }
     Ok(lengths)
-}
-
-/// The bytes a v1 page's levels take: RLE levels after their 4-byte length, bit-packed ones
-/// (deprecated) `num_values` of the level's width.
-pub(crate) fn levels_len(buf: &[u8], encoding: Encoding, max: i16, num_values: u32) -> usize {
-    match encoding {
-        Encoding::RLE => buf.first_chunk::<4>().map_or(0, |n| {
-            4usize.saturating_add(u32::from_le_bytes(*n) as usize)
-        }),
-        _ => {
-            let width = 16 - (max as u16).leading_zeros() as usize;
-            (num_values as usize).saturating_mul(width).div_ceil(8)
-        }
-    }
 }
 
 /// A ULEB128 varint at the start of `buf`, and its length.

@@ -22,10 +22,10 @@ use arrow_buffer::Buffer;
 use arrow_data::ArrayData;
 use arrow_schema::{DataType, Schema, TimeUnit};
 
+use super::arrow_types::map_types;
 use super::body::{swap_body, Body};
-use super::expansion::{levels_len, Levels};
-use super::map_types;
-use super::pages::PageStep;
+use super::steps::PageStep;
+use super::steps::{levels_len, Levels};
 use crate::error::{Error, Result};
 
 /// The bytes of one INT96 value.

@@ -26,7 +26,7 @@ pub const DEFAULT_ROW_GROUP_SIZE: usize = 1024 * 1024;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PageCodec {
     None,
-    /// zstd with pooled contexts, compressed by this crate (see `repage`).
+    /// zstd with pooled contexts, compressed by this crate (see `compress`).
     Zstd(CompressParams),
     /// The parquet crate's own codecs: none keeps a context worth pooling.
     Lz4Raw,
@@ -394,18 +394,18 @@ pub(crate) struct Properties {
 impl WriteOptions {
     /// The parquet crate's properties for `schema`: every per-column setting resolved for
     /// each leaf, zstd columns told to stay uncompressed.
-    /// `repaged` says, per leaf column, whether the writer's repaging stage compresses it
+    /// `compressed_here` says, per leaf column, whether the writer's compression stage compresses it
     /// (the crate then leaves it uncompressed).
     /// `sampled` names the leaves whose dictionary is chosen per row group.
     pub(crate) fn properties(
         &self,
         schema: &SchemaDescriptor,
-        repaged: &[bool],
+        compressed_here: &[bool],
         sampled: &[bool],
         int96: &[bool],
     ) -> Result<Properties> {
         self.check(schema)?;
-        self.properties_of(schema, repaged, sampled, int96)
+        self.properties_of(schema, compressed_here, sampled, int96)
     }
 
     /// Refuses the options that do not fit `schema`, or have a value out of their range,
@@ -491,7 +491,7 @@ impl WriteOptions {
     pub(crate) fn properties_of(
         &self,
         schema: &SchemaDescriptor,
-        repaged: &[bool],
+        compressed_here: &[bool],
         sampled: &[bool],
         int96: &[bool],
     ) -> Result<Properties> {
@@ -531,7 +531,7 @@ impl WriteOptions {
         });
         for (i, column) in schema.columns().iter().enumerate() {
             let path = column.path().clone();
-            let compression = match repaged.get(i) {
+            let compression = match compressed_here.get(i) {
                 Some(true) => Compression::UNCOMPRESSED,
                 _ => self.compression.get(&path).for_encoder()?,
             };

@@ -15,8 +15,8 @@ use ::parquet::file::properties::WriterProperties;
 use ::parquet::schema::types::{SchemaDescriptor, TypePtr};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
+use super::arrow_types::writes_given_dictionary;
 use super::by_content;
-use super::dictionary::writes_given_dictionary;
 use super::int96;
 use super::options::{PageCodec, Properties, WriteOptions};
 use super::stored::{declared_schema, parquet_schema, parquet_schema_as, stored_schema};
@@ -106,14 +106,15 @@ impl Plan {
             false => file_schema.clone(),
         };
         let leaves = leaf_plans(&file_schema, &stored, options);
-        let repaged: Vec<bool> = leaves.iter().flatten().map(|l| l.repaged).collect();
+        let compressed_here: Vec<bool> =
+            leaves.iter().flatten().map(|l| l.compressed_here).collect();
         let sampled: Vec<bool> = leaves.iter().flatten().map(|l| l.sampled).collect();
         let int96: Vec<bool> = leaves.iter().flatten().map(|l| l.int96).collect();
         let Properties {
             file: mut props,
             columns,
             plain,
-        } = options.properties(&encoder_schema, &repaged, &sampled, &int96)?;
+        } = options.properties(&encoder_schema, &compressed_here, &sampled, &int96)?;
         if options.store_schema {
             add_encoded_arrow_schema_to_metadata(&declared_schema(schema, options), &mut props);
         }
@@ -146,7 +147,7 @@ impl Plan {
                         ..
                     } = options.properties_of(
                         &schema,
-                        &repaged[these.clone()],
+                        &compressed_here[these.clone()],
                         &sampled[these.clone()],
                         &int96[these],
                     )?;
@@ -213,10 +214,10 @@ fn same_dictionary_order(a: &Schema, b: &Schema) -> bool {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct LeafPlan {
     pub codec: PageCodec,
-    /// Whether the crate encodes it uncompressed and the repaging stage compresses its pages
+    /// Whether the crate encodes it uncompressed and the compression stage compresses its pages
     /// (zstd, with a pooled context), rewriting them on the way (checksums, a given
     /// dictionary).
-    pub repaged: bool,
+    pub compressed_here: bool,
     /// Whether it is written with the Arrow dictionary it is given (see `dictionary`).
     pub given_dictionary: bool,
     /// Whether it has definition levels.
@@ -226,7 +227,7 @@ pub(crate) struct LeafPlan {
     /// The bytes of a value as stored (a numeric column's).
     pub width: usize,
     /// Whether it is an INT96 timestamp, encoded as FIXED_LEN_BYTE_ARRAY(12) and declared INT96
-    /// when its chunk is appended (which needs the repaging stage's close result).
+    /// when its chunk is appended (which needs the compression stage's close result).
     pub int96: bool,
 }
 
@@ -262,7 +263,7 @@ fn leaf_plans(
             sampled,
             width,
             codec,
-            repaged: matches!(codec, PageCodec::Zstd(_))
+            compressed_here: matches!(codec, PageCodec::Zstd(_))
                 || options.page_checksum
                 || given_dictionary
                 || int96,

@@ -15,10 +15,11 @@ use ::parquet::file::reader::{ChunkReader, Length};
 use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions};
 use arrow_schema::{ArrowError, DataType, Schema, SchemaRef};
 
-use super::dictionary::writes_given_dictionary;
+use super::arrow_types::writes_given_dictionary;
+use super::decompress::{Leaf, ParquetLimits, PooledRowGroups};
 use super::footer::{check_footer, check_struct};
-use super::pages::{Failure, Leaf, ParquetLimits, PooledRowGroups};
 use super::source::ParquetSource;
+use super::steps::{codec_name, Failure};
 use crate::batch_schema::column_names;
 use crate::error::{catch_panics, Error, Result};
 use crate::ipc::validate::validate_columns;
@@ -71,21 +72,6 @@ pub struct ColumnSummary {
     pub total_compressed_size: i64,
     pub total_uncompressed_size: i64,
     pub has_dictionary_page: bool,
-}
-
-/// pyarrow's spelling of a codec.
-pub(super) fn codec_name(c: &::parquet::basic::Compression) -> &'static str {
-    use ::parquet::basic::Compression as C;
-    match c {
-        C::UNCOMPRESSED => "UNCOMPRESSED",
-        C::SNAPPY => "SNAPPY",
-        C::GZIP(_) => "GZIP",
-        C::LZO => "LZO",
-        C::BROTLI(_) => "BROTLI",
-        C::LZ4 => "LZ4",
-        C::ZSTD(_) => "ZSTD",
-        C::LZ4_RAW => "LZ4_RAW",
-    }
 }
 
 /// The columns a read returns, in the order asked for: each top-level column with the leaves
@@ -670,7 +656,7 @@ fn chunk_range(
 /// pages are measured page by page (`expansion`).
 fn check_decode_headroom(group: &RowGroupMetaData, leaves: &[usize]) -> Result<()> {
     let need = decode_need(group, leaves);
-    match crate::headroom::can_map(need) {
+    match crate::memory::headroom::can_map(need) {
         true => Ok(()),
         false => Err(Error::Memory(format!(
             "decoding needs about {need} bytes (its pages decompressed, and its values), which \
@@ -716,7 +702,7 @@ fn readable(schema: Schema) -> Schema {
         .fields()
         .iter()
         .map(|f| {
-            let dt = super::map_types(f.data_type(), &|t| match t {
+            let dt = super::arrow_types::map_types(f.data_type(), &|t| match t {
                 // Only a dictionary of strings or binaries is read back as a dictionary, as
                 // pyarrow reads them; any other as its values.
                 DataType::Dictionary(_, v) if !writes_given_dictionary(t) => {
@@ -736,7 +722,7 @@ fn leaf_types(schema: &Schema) -> Vec<DataType> {
     let types = std::cell::RefCell::new(Vec::new());
     for f in schema.fields() {
         // Called on each node before its children; a leaf stops the descent.
-        super::map_types(f.data_type(), &|t| match t {
+        super::arrow_types::map_types(f.data_type(), &|t| match t {
             DataType::List(_)
             | DataType::LargeList(_)
             | DataType::ListView(_)

@@ -15,8 +15,8 @@ use arrow_array::types::{
 use arrow_array::ArrayRef;
 use arrow_schema::{DataType, FieldRef, IntervalUnit, Schema, TimeUnit};
 
+use super::arrow_types::{map_types, values_only_dictionary};
 use super::options::{FormatVersion, WriteOptions};
-use super::{map_types, values_only_dictionary};
 use crate::error::{catch_panics, Error, Result};
 
 /// The characters Spark refuses in a column name, replaced by `_` under `flavor="spark"`.

@@ -1,6 +1,7 @@
 //! The Parquet writer: the parquet crate lays out the file, encodes each column and writes the
 //! footer; this writer buffers batches into row groups, encodes a row group's columns on the
-//! caller's threads, and sends zstd columns through the pooled compression stage (`repage`).
+//! caller's threads, and sends zstd columns through the pooled compression stage
+//! (`compress`).
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
@@ -17,13 +18,13 @@ use arrow_array::{Array, ArrayRef, RecordBatch};
 use arrow_schema::{Schema, SchemaRef};
 
 use super::by_content;
+use super::compress::{
+    compress_chunk, compress_pages, CaptureFactory, EncodedChunk, PageCompression, Rewrites,
+};
 use super::dictionary::{dictionary_pays, GivenDictionary};
 use super::int96;
 use super::options::{PageCodec, WriteOptions};
 use super::plan::{plan_for, LeafPlan, Plan};
-use super::repage::{
-    repage, repage_chunk, CaptureFactory, EncodedChunk, PageCompression, Rewrites,
-};
 use super::stored::{check_truncation, coarsens};
 use crate::batch_schema::check_schema;
 use crate::context::{CompressParams, Compressor};
@@ -265,7 +266,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         let mut group = file.next_row_group()?;
         for (chunk, descr) in encoded.into_iter().zip(descriptors) {
             match chunk {
-                EncodedChunk::Repaged { bytes, mut close } => {
+                EncodedChunk::Compressed { bytes, mut close } => {
                     if descr.physical_type() == Physical::INT96 {
                         close = int96::declare(close, descr)?;
                     }
@@ -282,7 +283,7 @@ impl<W: Write + Send> ParquetWriter<W> {
     }
 
     /// The row group's column chunks, encoded by the parquet crate's column writers (a field's
-    /// leaves a task, on as many threads as the options allow) and compressed by the repaging
+    /// leaves a task, on as many threads as the options allow) and compressed by the compression
     /// stage where it compresses them.
     fn encode_columns(&mut self, batches: &[RecordBatch]) -> Result<Vec<EncodedChunk>> {
         let plain = self.plain_leaves(batches);
@@ -372,7 +373,7 @@ impl<W: Write + Send> ParquetWriter<W> {
 
     /// The row group's column chunks with their data pages cut by content (see `by_content`):
     /// each top-level field written by the crate's own writer, a field a task, on as many
-    /// threads as the options allow, and each chunk then through the repaging stage where it
+    /// threads as the options allow, and each chunk then through the compression stage where it
     /// goes through it.
     fn encode_by_content(&mut self, batches: &[RecordBatch]) -> Result<Vec<EncodedChunk>> {
         // Per field, whether its sampled leaf (a top-level one, so a field has one at most)
@@ -432,16 +433,16 @@ impl<W: Write + Send> ParquetWriter<W> {
                     plans
                         .iter()
                         .zip(written.chunks)
-                        .map(|(plan, close)| match plan.repaged {
+                        .map(|(plan, close)| match plan.compressed_here {
                             false => Ok(EncodedChunk::Appended(file.clone(), close)),
-                            true => through_repaging(
+                            true => through_compression(
                                 plan,
                                 &columns,
                                 leases,
                                 &self.pool,
                                 checksum,
                                 |compression, rewrites| {
-                                    repage_chunk(file.clone(), close, compression, rewrites)
+                                    compress_chunk(file.clone(), close, compression, rewrites)
                                 },
                             ),
                         })
@@ -470,7 +471,7 @@ struct Leaf {
 /// Makes the column writers of each row group: the parquet crate's factory, taking its
 /// properties from a file writer of its own (the page version as its writer version, which
 /// the crate ties to the format version the real file records), which writes its magic bytes
-/// to nothing and is dropped; and the page stores the repaging stage reads back. The factory
+/// to nothing and is dropped; and the page stores the compression stage reads back. The factory
 /// is made when first used: a small file may need only one of a writer's two sets.
 struct ColumnWriters {
     root: TypePtr,
@@ -512,7 +513,7 @@ impl ColumnWriters {
     }
 }
 
-/// Encodes one field of every batch and compresses the leaves the repaging stage compresses.
+/// Encodes one field of every batch and compresses the leaves the compression stage compresses.
 fn encode_field(
     task: &FieldTask,
     schema: &Schema,
@@ -538,33 +539,33 @@ fn encode_field(
     for leaf in leaves {
         let chunk = leaf.writer.close()?;
         let plan = leaf.plan;
-        if !plan.repaged {
+        if !plan.compressed_here {
             out.push(EncodedChunk::Native(chunk));
             continue;
         }
         let columns: Vec<_> = batches.iter().map(|b| b.column(task.field)).collect();
-        out.push(through_repaging(
+        out.push(through_compression(
             &plan,
             &columns,
             leases,
             pool,
             checksum,
-            |compression, rewrites| repage(chunk, &leaf.blobs, compression, rewrites),
+            |compression, rewrites| compress_pages(chunk, &leaf.blobs, compression, rewrites),
         )?);
     }
     Ok(out)
 }
 
-/// A chunk of `plan`'s leaf through the repaging stage (`repage`, given how to compress its
+/// A chunk of `plan`'s leaf through the compression stage (`compress_pages`, given how to compress its
 /// pages and what to rewrite): its codec, with a pooled context for zstd, and the Arrow
 /// dictionary of the field's arrays (`columns`) where the leaf is written with it.
-fn through_repaging(
+fn through_compression(
     plan: &LeafPlan,
     columns: &[&ArrayRef],
     leases: &mut Leases,
     pool: &ContextPool,
     checksum: bool,
-    repage: impl FnOnce(PageCompression<'_>, Rewrites<'_>) -> Result<EncodedChunk>,
+    compress_pages: impl FnOnce(PageCompression<'_>, Rewrites<'_>) -> Result<EncodedChunk>,
 ) -> Result<EncodedChunk> {
     let dictionary = match plan.given_dictionary {
         true => GivenDictionary::of(columns, plan.nullable),
@@ -574,7 +575,7 @@ fn through_repaging(
         PageCodec::Zstd(params) => PageCompression::Zstd(params, leases.get(pool, params)?),
         other => PageCompression::Other(other),
     };
-    repage(
+    compress_pages(
         compression,
         Rewrites {
             dictionary: dictionary.as_ref(),

@@ -7,11 +7,11 @@
 //! size the header declares, checked against the caller's limit and reserved fallibly, so that
 //! a large or hostile size fails as an error, never as an abort.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use ::parquet::arrow::arrow_reader::RowGroups;
 use ::parquet::basic::Compression;
-use ::parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
+use ::parquet::column::page::{Page, PageIterator, PageReader};
 use ::parquet::errors::ParquetError;
 use ::parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
 use ::parquet::file::page_index::offset_index::PageLocation;
@@ -20,11 +20,11 @@ use arrow_schema::TimeUnit;
 use bytes::Bytes;
 
 use super::body::{swap_body, Body};
-use super::expansion::{Expansion, Levels};
+use super::expansion::Expansion;
 use super::int96::Int96Days;
 use super::page_header::{PageSizes, WatchedSource};
-use super::reader::codec_name;
 use super::source::ParquetSource;
+use super::steps::{codec_name, Failure, Levels, PageStep, Stepped};
 use crate::codec::{plan_decompress, DecompressPlan};
 use crate::context::DecompressParams;
 use crate::error::{Error, Result};
@@ -49,18 +49,6 @@ impl Default for ParquetLimits {
             verify_checksums: false,
         }
     }
-}
-
-/// The first error the decompression stage met, kept with its kind: the crate passes errors on
-/// as strings, so the reader takes this one back after a failed read.
-pub(crate) type Failure = Arc<Mutex<Option<Error>>>;
-
-/// Keeps `e` as the read's failure (the first one stays) and gives the crate its message.
-fn record_failure(failure: &Failure, e: Error) -> ParquetError {
-    let message = e.to_string();
-    let mut slot = failure.lock().unwrap_or_else(|p| p.into_inner());
-    slot.get_or_insert(e);
-    ParquetError::General(message)
 }
 
 /// Row groups of one file whose zstd pages are decompressed with pooled contexts.
@@ -267,51 +255,6 @@ fn tiles(locations: &[PageLocation], (start, len): (u64, u64), rows: usize) -> b
         at = offset.saturating_add(size);
     }
     at == end
-}
-
-/// One step every page of a chunk goes through on its way to the crate's decoder.
-pub(crate) trait PageStep: Send {
-    fn apply(&mut self, page: Page) -> Result<Page>;
-}
-
-/// A chunk's pages, each put through `step` as the crate reads it; a step's error is kept as
-/// the read's failure (see [`Failure`]).
-pub(crate) struct Stepped<S> {
-    pub inner: Box<dyn PageReader>,
-    pub step: S,
-    pub failure: Failure,
-}
-
-impl<S: PageStep> Iterator for Stepped<S> {
-    type Item = ::parquet::errors::Result<Page>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        self.get_next_page().transpose()
-    }
-}
-
-impl<S: PageStep> PageReader for Stepped<S> {
-    fn get_next_page(&mut self) -> ::parquet::errors::Result<Option<Page>> {
-        let Some(page) = self.inner.get_next_page()? else {
-            return Ok(None);
-        };
-        self.step
-            .apply(page)
-            .map(Some)
-            .map_err(|e| record_failure(&self.failure, e))
-    }
-
-    fn peek_next_page(&mut self) -> ::parquet::errors::Result<Option<PageMetadata>> {
-        self.inner.peek_next_page()
-    }
-
-    fn skip_next_page(&mut self) -> ::parquet::errors::Result<()> {
-        self.inner.skip_next_page()
-    }
-
-    fn at_record_boundary(&mut self) -> ::parquet::errors::Result<bool> {
-        self.inner.at_record_boundary()
-    }
 }
 
 /// A compressed chunk's pages decompressed, each as it is read.

@@ -87,7 +87,7 @@ impl PageStore for CaptureStore {
 
 /// A column chunk ready to append to its row group: compressed here, or as the crate wrote it.
 pub(crate) enum EncodedChunk {
-    Repaged {
+    Compressed {
         bytes: Bytes,
         close: ColumnCloseResult,
     },
@@ -97,7 +97,7 @@ pub(crate) enum EncodedChunk {
     Appended(Arc<Bytes>, ColumnCloseResult),
 }
 
-/// How the repaging stage compresses a column's pages.
+/// How the compression stage compresses a column's pages.
 pub(crate) enum PageCompression<'a> {
     /// zstd, with a pooled context.
     Zstd(CompressParams, &'a mut Compressor),
@@ -157,7 +157,7 @@ fn compress_other(codec: PageCodec, body: &[u8]) -> Result<Vec<u8>> {
     })
 }
 
-/// What the repaging stage does to one column chunk besides compressing its pages.
+/// What the compression stage does to one column chunk besides compressing its pages.
 #[derive(Default)]
 pub(crate) struct Rewrites<'a> {
     /// The Arrow dictionary the chunk is written with (see `dictionary`).
@@ -168,7 +168,7 @@ pub(crate) struct Rewrites<'a> {
 
 /// Compresses the pages of `chunk`, written uncompressed into `blobs`, with `compression`,
 /// rewriting them first as `rewrites` asks.
-pub(crate) fn repage(
+pub(crate) fn compress_pages(
     chunk: ArrowColumnChunk,
     blobs: &SharedBlobs,
     compression: PageCompression<'_>,
@@ -202,13 +202,13 @@ pub(crate) fn repage(
     let dictionary_len: usize = dictionary.iter().map(Bytes::len).sum();
     let close = close.update_dictionary_location(dictionary_len)?;
     let source = Arc::new(Blobs::new(dictionary.into_iter().chain(data).collect()));
-    repage_chunk(source, close, compression, rewrites)
+    compress_chunk(source, close, compression, rewrites)
 }
 
 /// Compresses the pages of the column chunk `close` describes, read from `source` where its
 /// metadata says they are (uncompressed), with `compression`, rewriting them first as
 /// `rewrites` asks.
-pub(crate) fn repage_chunk<R: ChunkReader + 'static>(
+pub(crate) fn compress_chunk<R: ChunkReader + 'static>(
     source: Arc<R>,
     close: ColumnCloseResult,
     mut compression: PageCompression<'_>,
@@ -241,7 +241,7 @@ pub(crate) fn repage_chunk<R: ChunkReader + 'static>(
     }
     out.flush()?;
     let bytes = Bytes::from(out.into_inner()?);
-    Ok(EncodedChunk::Repaged {
+    Ok(EncodedChunk::Compressed {
         close: rewrite_close(close, &specs, compression.codec())?,
         bytes,
     })
