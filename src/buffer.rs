@@ -7,7 +7,7 @@ use pyo3::buffer::PyUntypedBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyType};
 
-use zstdpool_core::pages::advise_huge_pages;
+use zstdpool_core::memory::huge_pages::advise_huge_pages;
 
 /// A C-contiguous buffer exported by a Python object, held for as long as this view lives.
 pub struct ByteView {

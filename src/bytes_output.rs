@@ -13,8 +13,8 @@ mod in_place {
     use pyo3::types::PyBytes;
 
     use pyo3::ffi::PyBytes_AS_STRING;
+    use zstdpool_core::memory::huge_pages::advise_huge_pages_growable;
     use zstdpool_core::output::Output;
-    use zstdpool_core::pages::advise_huge_pages_growable;
 
     extern "C" {
         /// CPython's resize of a bytes object that nobody else references (documented in the C
@@ -95,7 +95,7 @@ mod in_place {
         /// which costs several times the copy itself (benchmarks/RESULTS.md, "Figures behind
         /// design choices").
         fn advise(&mut self) {
-            if self.obj != self.advised && self.cap >= zstdpool_core::pages::MIN_LEN {
+            if self.obj != self.advised && self.cap >= zstdpool_core::memory::huge_pages::MIN_LEN {
                 // SAFETY: a live bytes object whose data is `cap` bytes plus a terminating NUL.
                 let data_end = unsafe { PyBytes_AS_STRING(self.obj) as usize } + self.cap + 1;
                 advise_huge_pages_growable(self.obj.cast::<u8>(), data_end - self.obj as usize);

@@ -3,11 +3,11 @@
 //! check lives in the core's `params`.
 
 mod args;
+mod batch_stream;
 mod buffer;
 mod bytes_output;
 mod codec;
 mod dataset;
-mod dataset_reader;
 mod dict;
 mod errors;
 mod export;
@@ -15,13 +15,9 @@ mod field_names;
 mod held;
 mod input;
 mod io;
-mod ipc_options;
-mod ipc_reader;
-mod ipc_writer;
+mod ipc;
 mod lifecycle;
-mod parquet_options;
-mod parquet_reader;
-mod parquet_writer;
+mod parquet;
 mod pool;
 mod sink;
 mod source;
@@ -64,27 +60,29 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(codec::decompressor, m)?)?;
     m.add_function(wrap_pyfunction!(codec::compress_many, m)?)?;
     m.add_function(wrap_pyfunction!(codec::decompress_many, m)?)?;
-    m.add_class::<ipc_writer::PyIpcWriter>()?;
-    m.add_class::<ipc_writer::PyStreamWriter>()?;
-    m.add_class::<ipc_writer::PyFileWriter>()?;
-    m.add_class::<ipc_reader::PyIpcStreamReader>()?;
-    m.add_class::<ipc_reader::PyIpcFileReader>()?;
-    m.add_function(wrap_pyfunction!(ipc_writer::write_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(ipc_writer::write_file, m)?)?;
-    m.add_function(wrap_pyfunction!(ipc_reader::read_stream, m)?)?;
-    m.add_function(wrap_pyfunction!(ipc_reader::read_file, m)?)?;
-    m.add_function(wrap_pyfunction!(ipc_reader::inspect_ipc, m)?)?;
+    m.add_class::<ipc::writer::PyIpcWriter>()?;
+    m.add_class::<ipc::writer::PyStreamWriter>()?;
+    m.add_class::<ipc::writer::PyFileWriter>()?;
+    m.add_class::<ipc::reader::PyIpcStreamReader>()?;
+    m.add_class::<ipc::reader::PyIpcFileReader>()?;
+    m.add_function(wrap_pyfunction!(ipc::writer::write_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc::writer::write_file, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc::reader::read_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc::reader::read_file, m)?)?;
+    m.add_function(wrap_pyfunction!(ipc::reader::inspect_ipc, m)?)?;
     m.add_function(wrap_pyfunction!(io::remove_stale_temp_files, m)?)?;
-    m.add_class::<parquet_writer::PyParquetWriter>()?;
-    m.add_function(wrap_pyfunction!(parquet_writer::write_table, m)?)?;
-    m.add_class::<parquet_reader::PyParquetFile>()?;
-    m.add_class::<parquet_reader::PyParquetBatches>()?;
-    m.add_function(wrap_pyfunction!(parquet_reader::read_table, m)?)?;
-    m.add_function(wrap_pyfunction!(parquet_reader::read_schema, m)?)?;
-    m.add_function(wrap_pyfunction!(dataset::write_dataset, m)?)?;
-    m.add_class::<dataset_reader::PyDatasetScanner>()?;
-    m.add_class::<dataset_reader::PyDatasetBatches>()?;
-    m.add_function(wrap_pyfunction!(dataset::_check_dataset_options, m)?)?;
+    m.add_class::<parquet::writer::PyParquetWriter>()?;
+    m.add_function(wrap_pyfunction!(parquet::writer::write_table, m)?)?;
+    m.add_class::<parquet::reader::PyParquetFile>()?;
+    m.add_class::<batch_stream::PyBatchStream>()?;
+    // The names each module gives the one batch stream.
+    m.add("ParquetBatches", m.getattr("BatchStream")?)?;
+    m.add("DatasetBatches", m.getattr("BatchStream")?)?;
+    m.add_function(wrap_pyfunction!(parquet::reader::read_table, m)?)?;
+    m.add_function(wrap_pyfunction!(parquet::reader::read_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(dataset::write::write_dataset, m)?)?;
+    m.add_class::<dataset::scan::PyDatasetScanner>()?;
+    m.add_function(wrap_pyfunction!(dataset::write::_check_dataset_options, m)?)?;
     m.add_function(wrap_pyfunction!(store::_store_list, m)?)?;
     m.add_function(wrap_pyfunction!(store::_store_delete, m)?)?;
     m.add_class::<zstd::PyZstdCompressor>()?;
@@ -104,7 +102,8 @@ fn zstd_version() -> String {
 /// The extension counts what Rust allocates (`memory_stats()`) with the core's allocator.
 #[cfg(feature = "alloc-stats")]
 #[global_allocator]
-static ALLOCATOR: zstdpool_core::alloc::CountingAllocator = zstdpool_core::alloc::CountingAllocator;
+static ALLOCATOR: zstdpool_core::memory::alloc::CountingAllocator =
+    zstdpool_core::memory::alloc::CountingAllocator;
 
 #[cfg(all(feature = "mimalloc", not(feature = "alloc-stats")))]
 #[global_allocator]

@@ -6,9 +6,9 @@ use pyo3::prelude::*;
 use crate::errors::OrRaise as _;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use zstdpool_core::memory::spare::SpareConfig;
 use zstdpool_core::params;
 use zstdpool_core::pool::{ContextPool, PoolConfig, PoolKey, PoolStats};
-use zstdpool_core::spare::SpareConfig;
 
 /// A pool of zstd contexts. The module-level functions share one default pool
 /// (`zstdpool.default_pool()`); a private pool keeps its own contexts and limits.
@@ -254,9 +254,12 @@ fn stats_dict<'py>(py: Python<'py>, s: &PoolStats) -> PyResult<Bound<'py, PyDict
 #[pyfunction]
 pub fn memory_stats(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    d.set_item("current_bytes", zstdpool_core::alloc::current_bytes())?;
-    d.set_item("peak_bytes", zstdpool_core::alloc::peak_bytes())?;
-    d.set_item("counting", zstdpool_core::alloc::COUNTING)?;
+    d.set_item(
+        "current_bytes",
+        zstdpool_core::memory::alloc::current_bytes(),
+    )?;
+    d.set_item("peak_bytes", zstdpool_core::memory::alloc::peak_bytes())?;
+    d.set_item("counting", zstdpool_core::memory::alloc::COUNTING)?;
     d.set_item(
         "prepared_dict_bytes",
         zstdpool_core::dict::prepared_stats().1,
@@ -281,5 +284,5 @@ pub fn resolve_threads(
 /// returns the previous peak.
 #[pyfunction]
 pub fn reset_peak_memory() -> usize {
-    zstdpool_core::alloc::reset_peak()
+    zstdpool_core::memory::alloc::reset_peak()
 }

@@ -1,9 +1,13 @@
-//! zstdpool's core: pooled zstd contexts for compressing Arrow data often and in small pieces.
+//! zstdpool's core: pooled zstd contexts for compressing Arrow data often and in small pieces,
+//! and the readers and writers that borrow them.
 //!
-//! `context` and `pool` keep zstd contexts warm between callers; `codec` decides how to
-//! decompress a frame safely; `ipc` adds compression as a stage over Arrow IPC message bodies;
-//! `spare`, `output`, `pages` and `parallel` are the memory and thread plumbing they share.
-//! Nothing here touches Python: the bindings crate wraps it.
+//! `context` and `pool` keep zstd contexts warm between callers, `dict` their trained
+//! dictionaries; `codec` decides how to decompress a frame safely. `ipc` adds compression as
+//! a stage over Arrow IPC message bodies, `parquet` over Parquet pages; `dataset` writes
+//! partitioned datasets and `scan` reads them, with pruning; `store` reaches object stores and
+//! `path_sink` writes files safely in shared directories. `memory`, `output`, `parallel`,
+//! `batch_schema` and `params` are the plumbing they share. Nothing here touches Python: the
+//! bindings crate wraps it.
 //!
 //! Linux only: path sinks work beneath a directory's descriptor (`openat`, `renameat`,
 //! `O_NOFOLLOW`), and memory hints are Linux's `madvise`. Other systems have never been built
@@ -12,24 +16,21 @@
 #[cfg(not(target_os = "linux"))]
 compile_error!("zstdpool supports Linux only (see the README's \"Wheels and supported Pythons\")");
 
-pub mod alloc;
 pub mod batch_schema;
 pub mod codec;
 pub mod context;
 pub mod dataset;
 pub mod dict;
 pub mod error;
-pub mod headroom;
 pub mod ipc;
+pub mod memory;
 pub mod output;
-pub mod pages;
 pub mod parallel;
 pub mod params;
 pub mod parquet;
 pub mod path_sink;
 pub mod pool;
 pub mod scan;
-pub mod spare;
 pub mod store;
 
 pub use context::{CompressParams, Compressor, DecompressParams, Decompressor};
@@ -40,4 +41,4 @@ pub use pool::{ContextPool, Lease, PoolConfig, PoolKey, PoolStats};
 /// The core's own tests count allocations through the counting allocator, as the extension does.
 #[cfg(all(test, feature = "alloc-stats"))]
 #[global_allocator]
-static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;
+static ALLOCATOR: memory::alloc::CountingAllocator = memory::alloc::CountingAllocator;

@@ -69,7 +69,9 @@ where
     // A thread that cannot have its stack and its thread-local data aborts the process (the
     // C library's "cannot allocate memory for thread-local data"): where the kernel would not
     // map them now, the work runs on the calling thread alone.
-    if helpers > 0 && !crate::headroom::can_map((helpers as u64).saturating_mul(THREAD_COST)) {
+    if helpers > 0
+        && !crate::memory::headroom::can_map((helpers as u64).saturating_mul(THREAD_COST))
+    {
         helpers = 0;
     }
     let order = hand_out_order(items, helpers > 0, weight);

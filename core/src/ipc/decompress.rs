@@ -12,9 +12,9 @@ use super::compress::UNCOMPRESSED;
 use super::lz4::lz4_decompress_exact;
 use crate::context::{frame_content_size, ContentSize, Decompressor};
 use crate::error::{Error, Result};
+use crate::memory::spare::{RawBytes, Returning, Spares};
 use crate::parallel::{for_each_parallel, resolve_threads};
 use crate::pool::{ContextPool, Lease};
-use crate::spare::{RawBytes, Returning, Spares};
 
 /// A rebuilt message body and each buffer's (offset, length) in it.
 pub type NewBody = (Buffer, Vec<(usize, usize)>);

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use super::pooled::{Pooled, Slot};
 use super::{PoolConfig, PoolKey};
-use crate::spare::Spares;
+use crate::memory::spare::Spares;
 
 pub(super) struct Idle {
     pub(super) slot: Slot,

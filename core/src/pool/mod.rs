@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::context::{CompressParams, Compressor, DecompressParams, Decompressor};
 use crate::error::Result;
-use crate::spare::{SpareConfig, SpareStats, Spares};
+use crate::memory::spare::{SpareConfig, SpareStats, Spares};
 
 mod idle;
 mod pooled;

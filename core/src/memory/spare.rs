@@ -1,7 +1,8 @@
 //! Freed decompressed bodies, kept for a moment so the next read reuses their pages.
 //!
 //! A large fresh allocation costs a page fault and a page cleared by the kernel per 4 KiB on
-//! first write: a sixth of reading a 160 MiB body. Allocators that keep freed memory (pyarrow's
+//! first write, a large share of reading a large body (benchmarks/RESULTS.md, "Figures behind
+//! design choices"). Allocators that keep freed memory (pyarrow's
 //! mimalloc or jemalloc) hand it straight to the next read; glibc returns blocks this large to
 //! the kernel. So a pool keeps them itself: only large ones, up to a byte cap, and for a short
 //! time, after which a reaper thread frees them whether or not the pool is used again.
@@ -10,7 +11,7 @@ use std::ptr::NonNull;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
-use crate::pages::advise_huge_pages;
+use crate::memory::huge_pages::advise_huge_pages;
 
 /// Smaller blocks come back from glibc's heap warm anyway.
 pub const MIN_SPARE: usize = 1 << 20;
