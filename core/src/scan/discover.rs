@@ -16,6 +16,7 @@ use arrow_schema::{DataType, Field, Schema, SchemaRef};
 
 use crate::dataset::NULL_PARTITION;
 use crate::error::{path_error, Error, Result};
+use crate::store::Store;
 
 /// How directories name partitions.
 #[derive(Clone, Debug)]
@@ -439,6 +440,36 @@ fn typed(files: Vec<DatasetFile>, schema: SchemaRef) -> Result<Discovered> {
         schema,
         values,
     })
+}
+
+/// Every object below `prefix`, with the names starting with one of `ignore` left out at
+/// every depth below it, sorted by key (as [`list_files`] sorts paths).
+pub(super) fn list_objects(
+    store: &Store,
+    prefix: &str,
+    ignore: &[String],
+) -> Result<Vec<(PathBuf, u64)>> {
+    let listed = store.list(prefix)?;
+    let below = |key: &str| -> String {
+        match prefix.is_empty() {
+            true => key.to_string(),
+            false => key
+                .strip_prefix(prefix)
+                .map_or(key, |k| k.trim_start_matches('/'))
+                .to_string(),
+        }
+    };
+    Ok(listed
+        .into_iter()
+        .filter(|(key, _)| {
+            !below(key).split('/').any(|name| {
+                ignore
+                    .iter()
+                    .any(|p| !p.is_empty() && name.starts_with(p.as_str()))
+            })
+        })
+        .map(|(key, size)| (PathBuf::from(key), size))
+        .collect())
 }
 
 #[cfg(test)]

@@ -10,8 +10,10 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
+use super::files::OpenedFile;
+use super::plan::Plan;
 use super::predicate::Outcomes;
-use super::scanner::{Dataset, OpenedFile, Plan, ScanOptions};
+use super::scanner::{Dataset, ScanOptions};
 use crate::error::Result;
 use crate::parallel::available_threads;
 
