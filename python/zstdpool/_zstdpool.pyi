@@ -45,6 +45,7 @@ __all__ = [
     "RecordBatchStreamReader",
     "RecordBatchStreamWriter",
     "ParquetFile",
+    "BatchStream",
     "ParquetBatches",
     "DatasetScanner",
     "DatasetBatches",
@@ -769,12 +770,16 @@ class ParquetFile(_Lifecycle):
     ) -> ParquetBatches: ...
 
 @final
-class ParquetBatches:
+class BatchStream:
+    """Batches read as they are asked for, from a Parquet file or a dataset."""
+
     @property
     def schema(self) -> pa.Schema: ...
     def __iter__(self) -> Self: ...
     def __next__(self) -> pa.RecordBatch: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> CapsuleType: ...
+
+ParquetBatches = BatchStream
 
 def read_table(
     source: _Source,
@@ -843,13 +848,7 @@ class DatasetScanner:
         files: list[int] | None = None,
     ) -> int: ...
 
-@final
-class DatasetBatches:
-    @property
-    def schema(self) -> pa.Schema: ...
-    def __iter__(self) -> Self: ...
-    def __next__(self) -> pa.RecordBatch: ...
-    def __arrow_c_stream__(self, requested_schema: object | None = None) -> CapsuleType: ...
+DatasetBatches = BatchStream
 
 @type_check_only
 class WrittenFile(TypedDict):

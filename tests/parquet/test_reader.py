@@ -327,3 +327,17 @@ def test_a_file_without_checksums_reads_with_verification_on(tmp_path: Path) -> 
     table = pa.table({"v": pa.array(range(100), pa.int64())})
     pq.write_table(table, path, compression="none")
     assert zp.read_table(path, page_checksum_verification=True).equals(table)
+
+
+def test_one_batch_stream_serves_parquet_files_and_datasets(tmp_path: Path) -> None:
+    """Parquet's iter_batches and a dataset's stream are one class, erring as their format."""
+    import zstdpool.dataset as zd
+
+    path = tmp_path / "t.parquet"
+    zp.write_table(TABLE, path, row_group_size=700)
+    batches = zp.ParquetFile(path).iter_batches(batch_size=500)
+    stream = zd.dataset(path)._scanner.stream(None, None, None, None, 1 << 20)
+    assert type(batches) is type(stream) is zstdpool.parquet.ParquetBatches
+    assert zstdpool.dataset.DatasetBatches is zstdpool.parquet.ParquetBatches
+    assert pa.Table.from_batches(list(batches)).equals(TABLE)
+    assert pa.RecordBatchReader.from_stream(stream).read_all().equals(TABLE)

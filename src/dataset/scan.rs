@@ -10,14 +10,14 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
-use pyo3::types::{PyCapsule, PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 use pyo3_arrow::PyArray;
 
+use crate::batch_stream::PyBatchStream;
 use crate::errors;
 use crate::errors::Format;
 use crate::errors::OrRaise as _;
-use crate::export::{next_batch_to_py, remaining_capsule, schema_to_py, table_to_py, NextBatch};
-use crate::held::Held;
+use crate::export::{schema_to_py, table_to_py, NextBatch};
 use crate::input::schema_of;
 use crate::io::{as_path, unwrap_py_error_in};
 use crate::pool::{pool_or_default, PyContextPool};
@@ -327,18 +327,14 @@ impl PyDatasetScanner {
         #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
         #[pyo3(from_py_with = args::arg::<args::Files, _>)] files: Option<Vec<usize>>,
         readahead: i64,
-    ) -> PyResult<PyDatasetBatches> {
+    ) -> PyResult<PyBatchStream> {
         let options = options(columns, filter, threads, files)?;
         let readahead = params::size("readahead", readahead).or_raise()?;
         let stream = self
             .dataset
             .stream(&options, readahead)
             .map_err(failed(self.format))?;
-        Ok(PyDatasetBatches {
-            format: self.format,
-            schema: stream.schema().clone(),
-            stream: Held::new(stream, "the batches"),
-        })
+        Ok(PyBatchStream::new(stream, self.format))
     }
 
     /// The rows the filter keeps, from footers where partitions and statistics answer.
@@ -362,41 +358,5 @@ impl NextBatch for ScanStream {
     }
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         ScanStream::next_batch(self)
-    }
-}
-
-/// A dataset's batches, read as they are asked for; for one thread at a time.
-#[pyclass(frozen, name = "DatasetBatches", module = "zstdpool.dataset")]
-pub struct PyDatasetBatches {
-    stream: Held<ScanStream>,
-    schema: SchemaRef,
-    format: Format,
-}
-
-#[pymethods]
-impl PyDatasetBatches {
-    /// The batches' schema, as a pyarrow Schema.
-    #[getter]
-    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        schema_to_py(py, &self.schema)
-    }
-
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        next_batch_to_py(py, &self.stream, failed(self.format))
-    }
-
-    /// Exports the remaining batches through the Arrow C stream interface. Consumes them.
-    #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(
-        &self,
-        py: Python<'py>,
-        requested_schema: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let _ = requested_schema; // exported with its own schema
-        remaining_capsule(py, &self.stream)
     }
 }

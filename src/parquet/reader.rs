@@ -6,13 +6,13 @@ use std::sync::{Arc, RwLock};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyCapsule, PyDict, PyList};
+use pyo3::types::{PyBytes, PyDict, PyList};
 
+use crate::batch_stream::PyBatchStream;
 use crate::errors;
 use crate::errors::Format;
 use crate::errors::OrRaise as _;
-use crate::export::{next_batch_to_py, remaining_capsule, schema_to_py, table_to_py, NextBatch};
-use crate::held::Held;
+use crate::export::{schema_to_py, table_to_py, NextBatch};
 use crate::io::unwrap_py_error_in;
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
 use crate::pool::{pool_or_default, PyContextPool};
@@ -202,17 +202,14 @@ impl PyParquetFile {
         #[pyo3(from_py_with = args::arg::<args::BatchSize, _>)] batch_size: i64,
         #[pyo3(from_py_with = args::arg::<args::RowGroups, _>)] row_groups: Option<Vec<usize>>,
         columns: Option<Vec<String>>,
-    ) -> PyResult<PyParquetBatches> {
+    ) -> PyResult<PyBatchStream> {
         let batch_size = params::count("batch_size", batch_size).or_raise()?;
         let file = self.file()?;
         let projection = file.projection(columns.as_deref()).or_raise()?;
         let batches = py
             .detach(|| file.batches(&projection, row_groups.as_deref(), batch_size))
             .map_err(failed)?;
-        Ok(PyParquetBatches {
-            schema: batches.schema().clone(),
-            batches: Held::new(batches, "Parquet batch iterator"),
-        })
+        Ok(PyBatchStream::new(batches, Format::Parquet))
     }
 }
 
@@ -256,47 +253,12 @@ lifecycle_methods!(
     close = "Releases the source. Idempotent; reads running now finish first."
 );
 
-/// Batches of a Parquet file, read in order as they are asked for; for one thread at a time.
-#[pyclass(frozen, name = "ParquetBatches", module = "zstdpool.parquet")]
-pub struct PyParquetBatches {
-    batches: Held<Batches>,
-    schema: SchemaRef,
-}
-
 impl NextBatch for Batches {
     fn schema(&self) -> SchemaRef {
         Batches::schema(self).clone()
     }
     fn next_batch(&mut self) -> Result<Option<RecordBatch>> {
         Batches::next_batch(self)
-    }
-}
-
-#[pymethods]
-impl PyParquetBatches {
-    /// The batches' schema, as a pyarrow Schema.
-    #[getter]
-    fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        schema_to_py(py, &self.schema)
-    }
-
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
-    }
-
-    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        next_batch_to_py(py, &self.batches, failed)
-    }
-
-    /// Exports the remaining batches through the Arrow C stream interface. Consumes them.
-    #[pyo3(signature = (requested_schema=None))]
-    fn __arrow_c_stream__<'py>(
-        &self,
-        py: Python<'py>,
-        requested_schema: Option<Bound<'py, PyAny>>,
-    ) -> PyResult<Bound<'py, PyCapsule>> {
-        let _ = requested_schema; // exported with its own schema
-        remaining_capsule(py, &self.batches)
     }
 }
 

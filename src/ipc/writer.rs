@@ -16,7 +16,7 @@ use crate::errors;
 use crate::export::schema_to_py;
 use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
-use crate::ipc_options::{key_values, WriteSettings};
+use crate::ipc::options::{key_values, WriteSettings};
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, UNWRITTEN};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::sink::Sink;

@@ -9,8 +9,8 @@ use crate::errors;
 use crate::errors::OrRaise as _;
 use crate::input::{to_input, Failure};
 use crate::io::{as_path, unwrap_py_error};
-use crate::ipc_writer::durability;
-use crate::parquet_options::writer_keywords;
+use crate::ipc::writer::durability;
+use crate::parquet::options::writer_keywords;
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::store::{self, Located, PathOptions};
 use zstdpool_core::dataset::{

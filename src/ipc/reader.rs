@@ -14,7 +14,7 @@ use crate::export::{batch_to_py, schema_to_py, stream_capsule, table_to_py, Next
 use crate::field_names;
 use crate::held::Held;
 use crate::io::unwrap_py_error_in;
-use crate::ipc_options::{to_key_value_metadata, ReadSettings};
+use crate::ipc::options::{to_key_value_metadata, ReadSettings};
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
 use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::InputSource;
