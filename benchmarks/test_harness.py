@@ -1,8 +1,8 @@
-"""The benchmark harness itself (zstdpool._bench): its inputs, checks, runner and command line.
+"""The benchmark harness itself (benchmarks.harness): its inputs, checks, runner and command line.
 
 The contenders are run, one case each, by ``test_workloads.py``; here are the parts that
 case cannot see: inputs that are what they claim, checks that reject wrong output, the
-runner's timing loop, the Python-threads gang, and ``zstdpool bench`` end to end.
+runner's timing loop, the Python-threads gang, and ``python -m benchmarks`` end to end.
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from zstdpool.__main__ import main
-from zstdpool._bench import runner
-from zstdpool._bench.data import KiB, lineitem_table, sample_buffers, sample_data, sample_frame
-from zstdpool._bench.runner import Contender, Timed, Unavailable, Workload, prepare, verify
+
+from benchmarks.__main__ import main
+from benchmarks.harness import runner
+from benchmarks.harness.data import KiB, lineitem_table, sample_buffers, sample_data, sample_frame
+from benchmarks.harness.runner import Contender, Timed, Unavailable, Workload, prepare, verify
 
 LEVEL = 3
 
@@ -35,10 +36,10 @@ def test_sample_data_is_realistic() -> None:
 def test_bench_command_tiny(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``zstdpool bench`` end to end, shrunk to a smoke run so that it cannot rot."""
+    """``python -m benchmarks`` end to end, shrunk to a smoke run so that it cannot rot."""
     monkeypatch.setenv("ZSTDPOOL_BENCH_TINY", "1")
     out = tmp_path / "bench.json"
-    assert main(["bench", "--json", str(out)]) == 0
+    assert main(["--json", str(out)]) == 0
     table = capsys.readouterr().out
     assert "zstdpool.compress" in table and "ratio" in table
     report = json.loads(out.read_text())
@@ -53,10 +54,9 @@ def test_bench_command_tiny(
 
 
 def test_bench_command_usage(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main([]) == 2
-    assert main(["bench", "--no-such-flag"]) == 2
-    assert main(["bench", "--tiny", "--filter", "no workload is called this"]) == 2
-    assert main(["bench", "--help"]) == 0
+    assert main(["--no-such-flag"]) == 2
+    assert main(["--tiny", "--filter", "no workload is called this"]) == 2
+    assert main(["--help"]) == 0
     assert "--filter" in capsys.readouterr().out
 
 
@@ -126,7 +126,8 @@ def test_inputs_are_deterministic_and_realistic() -> None:
     """Same tables every time; lineitem has TPC-H's 16 columns and compresses, but not to dust."""
     pytest.importorskip("numpy")
     import pyarrow as pa
-    from zstdpool._bench.ipc import TableCase
+
+    from benchmarks.harness.ipc import TableCase
 
     table = lineitem_table(2_000)
     assert table.num_columns == 16 and table.num_rows == 2_000
@@ -142,7 +143,7 @@ def test_inputs_are_deterministic_and_realistic() -> None:
 
 
 def test_gang_runs_each_job_on_its_own_thread() -> None:
-    from zstdpool._bench.threads import Gang
+    from benchmarks.harness.threads import Gang
 
     seen: list[set[int]] = [set(), set()]
 
@@ -177,7 +178,7 @@ def test_gang_runs_each_job_on_its_own_thread() -> None:
 def test_python_threads_contenders(threads: int, single: bool) -> None:
     """Every contender of the Python-threads workloads, checked, with a few small tables."""
     pytest.importorskip("numpy")
-    from zstdpool._bench.threads import python_threads_workload
+    from benchmarks.harness.threads import python_threads_workload
 
     workload = python_threads_workload(count=5, rows=4096, threads=threads, single=single)
     assert len(workload.contenders) == (8 if single else 4)
@@ -195,8 +196,9 @@ def test_checks_reject_wrong_output() -> None:
     pytest.importorskip("numpy")
     import zstdpool
     from zstdpool import ipc
-    from zstdpool._bench.ipc import TableCase, check_read, check_written
-    from zstdpool._bench.threads import check_frame_list, check_stream_list, table_buffers
+
+    from benchmarks.harness.ipc import TableCase, check_read, check_written
+    from benchmarks.harness.threads import check_frame_list, check_stream_list, table_buffers
 
     table = TableCase("int32", 4096).table()
     stream = ipc.write_stream(table)

@@ -1,4 +1,4 @@
-"""The memory table of ``python -m zstdpool bench --memory`` (zstdpool._bench.memory) as tests.
+"""The memory table of ``python -m benchmarks --memory`` (benchmarks.harness.memory) as tests.
 
 Each input of the table is written once by zstdpool (level 3, threads None, 1 and 2, after
 warm-up writes), and its targets are asserted so that a regression fails:
@@ -23,10 +23,11 @@ pytest.importorskip("numpy")
 pytest.importorskip("pyarrow")
 
 import zstdpool  # noqa: E402
-from zstdpool.__main__ import main  # noqa: E402
-from zstdpool._bench import data, memory  # noqa: E402
-from zstdpool._bench.memory import MemoryCase, compress_bound, measure_zstdpool  # noqa: E402
 from zstdpool._zstdpool import _resolve_threads  # noqa: E402
+
+from benchmarks.__main__ import main  # noqa: E402
+from benchmarks.harness import data, memory  # noqa: E402
+from benchmarks.harness.memory import MemoryCase, compress_bound, measure_zstdpool  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not zstdpool.memory_stats()["counting"], reason="built without the alloc-stats feature"
@@ -128,7 +129,7 @@ def test_bench_memory_command(
 ) -> None:
     monkeypatch.setenv("ZSTDPOOL_BENCH_TINY", "1")
     out = tmp_path / "memory.json"
-    assert main(["bench", "--memory", "--filter", "sequential", "--json", str(out)]) == 0
+    assert main(["--memory", "--filter", "sequential", "--json", str(out)]) == 0
     text = capsys.readouterr().out
     assert "int64 sequential 10,000 rows" in text
     assert "targets (zstdpool)" in text
@@ -138,7 +139,7 @@ def test_bench_memory_command(
     assert row["pyarrow"]["True"]["compressed"] > 0
     assert {c["threads"] for c in row["targets"]} == {"None", "1", "2"}
 
-    assert main(["bench", "--memory", "--list"]) == 0
+    assert main(["--memory", "--list"]) == 0
     assert "UUID strings" in capsys.readouterr().out
-    assert main(["bench", "--memory", "--filter", "no input is called this"]) == 2
-    assert main(["bench", "--memory", "--plot", str(tmp_path / "x.png")]) == 2
+    assert main(["--memory", "--filter", "no input is called this"]) == 2
+    assert main(["--memory", "--plot", str(tmp_path / "x.png")]) == 2

@@ -1,6 +1,6 @@
-"""The workloads of ``python -m zstdpool bench`` under pytest-benchmark, one case per contender.
+"""The workloads of ``python -m benchmarks`` under pytest-benchmark, one case per contender.
 
-The cases are the workloads and contenders declared once in :mod:`zstdpool._bench` (codec,
+The cases are the workloads and contenders declared once in :mod:`benchmarks.harness` (codec,
 ipc, threads, parquet, dataset, paths), exactly those the command line times. Each case sets
 its contender up, makes its first call and checks the result with the contender's own check
 (as the command line does before timing: a long-lived writer's later results are not whole
@@ -18,7 +18,8 @@ from contextlib import ExitStack
 from typing import Any
 
 import pytest
-from zstdpool._bench.runner import (
+
+from benchmarks.harness.runner import (
     PROFILES,
     Contender,
     Unavailable,

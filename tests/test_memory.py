@@ -85,7 +85,7 @@ def test_a_write_to_bytes_does_not_double_its_output_at_the_end():
     # fill the output's allocation to a few bytes; an amortized reserve for the end-of-stream
     # marker then doubled the whole allocation (peak 2.0x the output with two threads). Now
     # the peak is the output plus the frames in flight: 1.2x (threads=2), 1.45x (threads=1).
-    from zstdpool._bench.data import lineitem_table
+    from benchmarks.harness.data import lineitem_table
 
     table = lineitem_table(50_000)
     for threads in (1, 2):
@@ -101,7 +101,7 @@ def test_a_write_to_bytes_builds_its_output_once():
     # copied into bytes at the end, the output existed twice: Rust peak (output plus a frame in
     # flight) plus Python peak (the copy) came to 2x the output. Measured as the memory
     # table measures it: Rust counter plus tracemalloc.
-    from zstdpool._bench.memory import measure_zstdpool
+    from benchmarks.harness.memory import measure_zstdpool
 
     rng = np.random.default_rng(1)
     table = pa.table(

@@ -1,6 +1,6 @@
 """Many threads on one pool: codec calls, writers and readers at once, some failing half-way.
 Every output must round-trip and every context must come back. No timing is asserted here;
-the speed-up from threads is shown by `python -m zstdpool bench --filter threads`."""
+the speed-up from threads is shown by `python -m benchmarks --filter threads`."""
 
 from __future__ import annotations
 

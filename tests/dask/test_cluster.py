@@ -177,7 +177,7 @@ def test_to_dataset_writes_to_an_object_store_from_every_worker(client: Client) 
     pytest.importorskip("moto")
     import uuid
 
-    from zstdpool._bench import s3server
+    from tests.helpers import s3server
 
     server = s3server.MotoServer()
     try:

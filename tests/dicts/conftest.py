@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 import zstdpool
-from zstdpool._bench.data import log_records
+
+from benchmarks.harness.data import log_records
 
 #: Records a dictionary is trained on, and records it is measured on (another seed).
 TRAIN = log_records(3000, 1024, seed=1)

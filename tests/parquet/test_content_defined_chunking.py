@@ -1,6 +1,6 @@
 """`use_content_defined_chunking`: data pages end where the values say, so a file written again
 after a small edit shares most of its pages with the old one. Pages are compared with
-pyarrow's, read from their headers (zstdpool._bench.pages)."""
+pyarrow's, read from their headers (benchmarks.harness.pages)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 import zstdpool
 import zstdpool.parquet as zp
-from zstdpool._bench.pages import data_page_values, pages, shared_bytes
 from zstdpool.errors import ParameterError
 
+from benchmarks.harness.pages import data_page_values, pages, shared_bytes
 from tests.helpers.parquet import pyarrow_write, read_everywhere
 
 #: Chunks of 16-64 KiB: a few thousand values a page, under the 20,000-row page limit.

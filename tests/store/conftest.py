@@ -1,5 +1,5 @@
 """The object store tests' S3-compatible server: moto's server mode as its own process on
-127.0.0.1 (zstdpool._bench.s3server), a bucket made per test, and a fault proxy in front of
+127.0.0.1 (tests.helpers.s3server), a bucket made per test, and a fault proxy in front of
 it that the tests tell to answer with errors or to drop connections."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("boto3")
 pytest.importorskip("moto")
 
-from zstdpool._bench.s3server import (  # noqa: E402
+from tests.helpers.s3server import (  # noqa: E402
     KEY,
     SECRET,
     MotoServer,

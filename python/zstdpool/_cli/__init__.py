@@ -27,12 +27,6 @@ def usage_error(parser: argparse.ArgumentParser, message: str) -> int:
     return EXIT_USAGE
 
 
-def _add_bench(subparsers: Subparsers) -> None:
-    from zstdpool._cli.bench import add_bench
-
-    add_bench(subparsers)
-
-
 def _add_recompress(subparsers: Subparsers) -> None:
     from zstdpool._cli.recompress import add_recompress
 
@@ -54,7 +48,6 @@ def _add_clean(subparsers: Subparsers) -> None:
 #: One function per subcommand, which imports the subcommand's module only when the parser is
 #: built; to add one, write its module with ``add_<name>(subparsers)`` and list it here.
 COMMANDS: tuple[Callable[[Subparsers], None], ...] = (
-    _add_bench,
     _add_recompress,
     _add_inspect,
     _add_clean,

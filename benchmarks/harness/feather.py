@@ -1,4 +1,4 @@
-"""The Feather workloads of ``python -m zstdpool bench``: the ``feather`` group.
+"""The Feather workloads of ``python -m benchmarks``: the ``feather`` group.
 
 pandas in, pandas out, as ``DataFrame.to_feather`` and ``pd.read_feather`` do it: a write
 converts a DataFrame and writes a Feather file to memory, a read turns a Feather file (written
@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from zstdpool._bench.data import have_numpy
-from zstdpool._bench.ipc import TableCase, ipc_sizes
-from zstdpool._bench.runner import Contender, Profile, Timed, Workload, register_source
+from benchmarks.harness.data import have_numpy
+from benchmarks.harness.ipc import TableCase, ipc_sizes
+from benchmarks.harness.runner import Contender, Profile, Timed, Workload, register_source
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -55,7 +55,6 @@ def _frame_table(case: TableCase) -> pa.Table:
 def _check_written(case: TableCase, codec: str, pandas: bool, out: io.BytesIO) -> None:
     import pyarrow as pa
     import pyarrow.feather
-
     from zstdpool._zstdpool import inspect_ipc
 
     data = out.getvalue()

@@ -1,4 +1,4 @@
-"""The dataset-reading workloads of ``python -m zstdpool bench``: the ``dataset_read`` group.
+"""The dataset-reading workloads of ``python -m benchmarks``: the ``dataset_read`` group.
 
 The datasets are those the ``dataset`` group writes (iceberg-go's shape: ``id``, ``ts``,
 ``partition_key``, ``value``; Hive partitions by ``partition_key``; zstd level 3), written once
@@ -22,9 +22,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from zstdpool._bench.data import have_numpy, partitioned_table
-from zstdpool._bench.dataset import LEVEL, bench_root
-from zstdpool._bench.runner import Contender, Profile, Timed, Workload, register_source
+from benchmarks.harness.data import have_numpy, partitioned_table
+from benchmarks.harness.dataset import LEVEL, bench_root
+from benchmarks.harness.runner import Contender, Profile, Timed, Workload, register_source
 
 #: (rows, partitions) per profile.
 SHAPES: dict[str, tuple[tuple[int, int], ...]] = {

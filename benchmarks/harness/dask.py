@@ -1,4 +1,4 @@
-"""The ``dask`` workloads of ``python -m zstdpool bench``: distributed's comm compression.
+"""The ``dask`` workloads of ``python -m benchmarks``: distributed's comm compression.
 
 One call is what distributed does to a frame it sends and receives: ``maybe_compress`` (a
 sample of up to 5 x 10 KB compressed first, then the frame) and ``decompress``. The frames
@@ -16,8 +16,15 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from typing import Any
 
-from zstdpool._bench.data import KiB, MiB, format_size
-from zstdpool._bench.runner import Contender, Profile, Timed, Unavailable, Workload, register_source
+from benchmarks.harness.data import KiB, MiB, format_size
+from benchmarks.harness.runner import (
+    Contender,
+    Profile,
+    Timed,
+    Unavailable,
+    Workload,
+    register_source,
+)
 
 #: Frame sizes per profile.
 SIZES: dict[str, tuple[int, ...]] = {

@@ -1,8 +1,8 @@
-"""The object store workloads of ``python -m zstdpool bench``: the ``store`` group.
+"""The object store workloads of ``python -m benchmarks``: the ``store`` group.
 
 The dataset group's table (iceberg-go's shape, Hive partitions by ``partition_key``, zstd
 level 3) written to and read back from an S3-compatible server: moto's server mode as its
-own process on 127.0.0.1 (``zstdpool._bench.s3server``), directly and through a proxy process
+own process on 127.0.0.1 (``tests.helpers.s3server``), directly and through a proxy process
 that adds 10 ms to every request, as a nearby cloud region would. Contenders: zstdpool
 (``s3://`` with ``storage_options``), pyarrow (``S3FileSystem(endpoint_override=...)``) and
 polars (``storage_options``). ``server floor`` is the server's own cost: bare PUTs (or GETs)
@@ -26,9 +26,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
-from zstdpool._bench.data import have_numpy, partitioned_table
-from zstdpool._bench.dataset import LEVEL
-from zstdpool._bench.runner import Contender, Profile, Timed, Workload, register_source
+from benchmarks.harness.data import have_numpy, partitioned_table
+from benchmarks.harness.dataset import LEVEL
+from benchmarks.harness.runner import Contender, Profile, Timed, Workload, register_source
 
 #: (rows, partitions) per profile.
 SHAPES: dict[str, tuple[int, int]] = {
@@ -61,7 +61,7 @@ class StoreCase:
 
 @functools.cache
 def _endpoint(delay: float) -> str:
-    from zstdpool._bench import s3server
+    from tests.helpers import s3server
 
     return s3server.delayed_endpoint(delay) if delay else s3server.shared_server().endpoint
 
@@ -69,7 +69,7 @@ def _endpoint(delay: float) -> str:
 @functools.cache
 def _bucket() -> str:
     """A bucket for the run, made on the process's server."""
-    from zstdpool._bench import s3server
+    from tests.helpers import s3server
 
     name = "bench-" + uuid.uuid4().hex[:16]
     s3server.boto_client(s3server.shared_server().endpoint).create_bucket(Bucket=name)
@@ -80,7 +80,8 @@ def _bucket() -> str:
 def _written(rows: int, partitions: int) -> tuple[str, tuple[str, ...], int]:
     """A dataset zstdpool wrote for the reads: its prefix, keys and mean object size."""
     import zstdpool.dataset as zd
-    from zstdpool._bench import s3server
+
+    from tests.helpers import s3server
 
     prefix = f"read-{rows}-{partitions}"
     files = zd.write_dataset(
@@ -133,7 +134,8 @@ def _raw_requests(endpoint: str, method: str, keys: tuple[str, ...], body: bytes
 def _zstdpool(case: StoreCase) -> Callable[[ExitStack], Timed]:
     def setup(stack: ExitStack) -> Timed:
         import zstdpool.dataset as zd
-        from zstdpool._bench import s3server
+
+        from tests.helpers import s3server
 
         opts = s3server.storage_options(_endpoint(case.delay))
         if case.op == "read":
@@ -159,7 +161,7 @@ def _s3_filesystem(case: StoreCase) -> Any:
     """pyarrow's S3 filesystem on the case's endpoint."""
     import pyarrow.fs as pafs
 
-    from zstdpool._bench import s3server
+    from tests.helpers import s3server
 
     return pafs.S3FileSystem(
         endpoint_override=_endpoint(case.delay),
@@ -229,7 +231,7 @@ def _polars(case: StoreCase) -> Callable[[ExitStack], Timed]:
     def setup(stack: ExitStack) -> Timed:
         import polars as pl
 
-        from zstdpool._bench import s3server
+        from tests.helpers import s3server
 
         opts = s3server.storage_options(_endpoint(case.delay), allow_http="true")
         if case.op == "read":
@@ -335,7 +337,8 @@ def _large_object(rows: int) -> tuple[str, int]:
     """One Parquet object of ``rows`` rows of the dataset group's table, written by
     zstdpool; its key and size."""
     import zstdpool.parquet as zp
-    from zstdpool._bench import s3server
+
+    from tests.helpers import s3server
 
     key = f"large-{rows}.parquet"
     zp.write_table(
@@ -354,7 +357,8 @@ def large_object_workload(rows: int) -> Workload:
 
     def zstdpool_read(stack: ExitStack) -> Timed:
         import zstdpool.parquet as zp
-        from zstdpool._bench import s3server
+
+        from tests.helpers import s3server
 
         key, _ = _large_object(rows)
         opts = s3server.storage_options(_endpoint(0.0))
@@ -370,7 +374,7 @@ def large_object_workload(rows: int) -> Workload:
     def polars_read(stack: ExitStack) -> Timed:
         import polars as pl
 
-        from zstdpool._bench import s3server
+        from tests.helpers import s3server
 
         key, _ = _large_object(rows)
         opts = s3server.storage_options(_endpoint(0.0), allow_http="true")

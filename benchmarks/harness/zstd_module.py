@@ -1,4 +1,4 @@
-"""The ``zstd`` workloads of ``python -m zstdpool bench``: ``zstdpool.zstd`` against the module
+"""The ``zstd`` workloads of ``python -m benchmarks``: ``zstdpool.zstd`` against the module
 it mirrors (``compression.zstd`` on 3.14, ``backports.zstd`` before) and python-zstandard's
 streaming objects, used as code written for them uses them.
 
@@ -28,10 +28,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from zstdpool._bench.codec import check_compressed, reference_decompress
-from zstdpool._bench.data import MiB, format_size, sample_buffers, sample_data
-from zstdpool._bench.runner import Contender, Profile, Timed, Workload, register_source
-from zstdpool._bench.threads import Gang
+from benchmarks.harness.codec import check_compressed, reference_decompress
+from benchmarks.harness.data import MiB, format_size, sample_buffers, sample_data
+from benchmarks.harness.runner import Contender, Profile, Timed, Workload, register_source
+from benchmarks.harness.threads import Gang
 
 LEVEL = 3
 

@@ -1,5 +1,7 @@
-"""The ``bench`` command: zstdpool and its peers timed side by side (see :mod:`zstdpool._bench`),
-or, with ``--memory``, the memory of one Arrow IPC write.
+"""``python -m benchmarks``, from a clone of the repository: zstdpool and its peers timed side
+by side (see :mod:`benchmarks.harness`), or, with ``--memory``, the memory of one Arrow IPC
+write, or, with ``--peaks``, the peak resident memory of whole writes. The harness is not part
+of the installed package. Exit codes: 0 ok, 1 failure, 2 bad usage.
 """
 
 from __future__ import annotations
@@ -8,15 +10,23 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Sequence
 
-from zstdpool._cli import EXIT_FAILURE, EXIT_OK, usage_error
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
 
 
-def add_bench(subparsers: Any) -> None:
-    p = subparsers.add_parser(
-        "bench",
-        help="compare zstdpool with other zstd libraries, side by side",
+def usage_error(parser: argparse.ArgumentParser, message: str) -> int:
+    """Prints the usage and ``message`` on stderr; returns the exit code of bad usage."""
+    parser.print_usage(sys.stderr)
+    print(f"{parser.prog}: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m benchmarks",
         description=(
             "Time zstdpool and its peers (python-zstandard, backports.zstd, cramjam, pyarrow, "
             "...) on the same workloads, interleaved to share the noise of a busy machine. "
@@ -70,7 +80,18 @@ def add_bench(subparsers: Any) -> None:
         metavar="PATH",
         help="draw the ratios as a bar chart into PATH (e.g. bench.png); needs matplotlib",
     )
-    p.set_defaults(run=run_bench, profile="quick", parser=p)
+    p.set_defaults(profile="quick", parser=p)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the benchmark command line; returns the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # argparse exits on --help (0) and bad usage (2)
+        return int(e.code or 0)
+    return run_bench(args)
 
 
 def _writable(path: str) -> bool:
@@ -79,7 +100,7 @@ def _writable(path: str) -> bool:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from zstdpool._bench import report, runner
+    from benchmarks.harness import report, runner
 
     parser: argparse.ArgumentParser = args.parser
     profile = runner.PROFILES["tiny" if runner.tiny_requested() else args.profile]
@@ -103,7 +124,7 @@ def run_bench(args: argparse.Namespace) -> int:
     timing = runner.run(workloads, profile)
     print(report.format_table(timing))
     if profile.name == "full":
-        from zstdpool._bench import memory
+        from benchmarks.harness import memory
 
         why = memory.unavailable()
         rows = [] if why else memory.memory_table(profile.name, args.filter)
@@ -125,7 +146,7 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def _run_bench_peaks(args: argparse.Namespace, size_choice: str) -> int:
-    from zstdpool._bench import peaks
+    from benchmarks.harness import peaks
 
     why = peaks.unavailable()
     if why:
@@ -141,7 +162,7 @@ def _run_bench_peaks(args: argparse.Namespace, size_choice: str) -> int:
 
 
 def _run_bench_memory(args: argparse.Namespace, size_choice: str) -> int:
-    from zstdpool._bench import memory, report
+    from benchmarks.harness import memory, report
 
     parser: argparse.ArgumentParser = args.parser
     cases = memory.memory_cases(size_choice, args.filter)
@@ -164,3 +185,7 @@ def _run_bench_memory(args: argparse.Namespace, size_choice: str) -> int:
         report.write_memory_json(rows, args.json, timing=None)
         print(f"wrote {args.json}", file=sys.stderr)
     return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,7 +1,7 @@
-"""The ``dict`` workloads of ``python -m zstdpool bench``: small records with a dictionary.
+"""The ``dict`` workloads of ``python -m benchmarks``: small records with a dictionary.
 
 The records are JSON log and telemetry records of about 200 B, 1 KiB and 4 KiB
-(:func:`~zstdpool._bench.data.log_records`); the dictionary (16 KiB, 8 KiB for 200-byte
+(:func:`~benchmarks.harness.data.log_records`); the dictionary (16 KiB, 8 KiB for 200-byte
 records) is trained on 3,000 records of another seed than the ones measured. One call
 compresses (or decompresses) :data:`BATCH` records, one frame each, so the time per record is
 the time per call over :data:`BATCH`; the ``bytes`` column is the frames' total, so the ratio
@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from typing import Any
 
-from zstdpool._bench.data import KiB, format_size, log_records
-from zstdpool._bench.runner import Contender, Profile, Timed, Workload, register_source
-from zstdpool._bench.threads import Gang
+from benchmarks.harness.data import KiB, format_size, log_records
+from benchmarks.harness.runner import Contender, Profile, Timed, Workload, register_source
+from benchmarks.harness.threads import Gang
 
 #: Python's own zstd module: ``compression.zstd`` from 3.14, ``backports.zstd`` before.
 STDLIB_ZSTD = "compression.zstd" if sys.version_info >= (3, 14) else "backports.zstd"

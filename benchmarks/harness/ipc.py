@@ -1,4 +1,4 @@
-"""The Arrow IPC workloads of ``python -m zstdpool bench``: the ``writer`` and ``reader`` groups.
+"""The Arrow IPC workloads of ``python -m benchmarks``: the ``writer`` and ``reader`` groups.
 
 Every contender writes or reads zstd at level 1 (pyarrow's default) where the library lets
 one choose (polars and arro3-io do not take a level; their "bytes" column shows what they
@@ -11,8 +11,8 @@ wrote):
 - ``reader``: a whole stream written by pyarrow (zstd, default ``IpcWriteOptions``), read into
   a table.
 
-The ``threads`` group is in :mod:`zstdpool._bench.threads`. The inputs are the tables of
-:mod:`zstdpool._bench.data`, named by a :class:`TableCase`. Without numpy these workloads are
+The ``threads`` group is in :mod:`benchmarks.harness.threads`. The inputs are the tables of
+:mod:`benchmarks.harness.data`, named by a :class:`TableCase`. Without numpy these workloads are
 not listed.
 """
 
@@ -26,7 +26,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from zstdpool._bench.data import (
+from benchmarks.harness.data import (
     INT32_DESCRIPTION,
     LINEITEM_DESCRIPTION,
     SMALL_BATCHES_DESCRIPTION,
@@ -35,7 +35,7 @@ from zstdpool._bench.data import (
     lineitem_table,
     small_batches_table,
 )
-from zstdpool._bench.runner import (
+from benchmarks.harness.runner import (
     Contender,
     Profile,
     Timed,

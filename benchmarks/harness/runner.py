@@ -1,11 +1,11 @@
-"""The harness of ``python -m zstdpool bench``: profiles, workloads, contenders, the timing.
+"""The harness of ``python -m benchmarks``: profiles, workloads, contenders, the timing.
 
 A *workload* is one operation on one input (say, "compress 64KiB at level 3") done by several
 *contenders*: the first is zstdpool, the others are peers. The runner checks each contender's
 result once, then times them interleaved: for each round it runs every contender for a
 calibrated batch of calls, so that noise from a shared machine hits all of them alike; it
 reports the median time per call over the rounds and the ratio to zstdpool (peer time /
-zstdpool time: above 1, zstdpool is faster). See :mod:`zstdpool._bench` for how to add
+zstdpool time: above 1, zstdpool is faster). See :mod:`benchmarks.harness` for how to add
 workloads.
 
 Workloads are declared once, in the modules of :data:`WORKLOAD_MODULES`, and run both by the
@@ -29,22 +29,22 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from zstdpool._bench.data import KiB, MiB
+from benchmarks.harness.data import KiB, MiB
 
 #: Modules imported by :func:`load_workloads`; each registers its workloads on import.
 WORKLOAD_MODULES: list[str] = [
-    "zstdpool._bench.codec",
-    "zstdpool._bench.dicts",
-    "zstdpool._bench.ipc",
-    "zstdpool._bench.threads",
-    "zstdpool._bench.parquet",
-    "zstdpool._bench.feather",
-    "zstdpool._bench.dataset",
-    "zstdpool._bench.dataset_read",
-    "zstdpool._bench.store",
-    "zstdpool._bench.paths",
-    "zstdpool._bench.dask",
-    "zstdpool._bench.zstd_module",
+    "benchmarks.harness.codec",
+    "benchmarks.harness.dicts",
+    "benchmarks.harness.ipc",
+    "benchmarks.harness.threads",
+    "benchmarks.harness.parquet",
+    "benchmarks.harness.feather",
+    "benchmarks.harness.dataset",
+    "benchmarks.harness.dataset_read",
+    "benchmarks.harness.store",
+    "benchmarks.harness.paths",
+    "benchmarks.harness.dask",
+    "benchmarks.harness.zstd_module",
 ]
 
 #: The timed thing: one call is one operation.

@@ -1,4 +1,4 @@
-"""The path-sink workload of ``python -m zstdpool bench``: the ``paths`` group.
+"""The path-sink workload of ``python -m benchmarks``: the ``paths`` group.
 
 One call writes a 256-row table as 1,000 small Arrow IPC files to paths in an empty
 directory (emptied before each call, outside the timing): zstdpool without ``fsync`` (the
@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from typing import TYPE_CHECKING
 
-from zstdpool._bench.data import have_numpy, int32_table
-from zstdpool._bench.runner import Contender, Profile, Timed, Workload, register_source
+from benchmarks.harness.data import have_numpy, int32_table
+from benchmarks.harness.runner import Contender, Profile, Timed, Workload, register_source
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,6 +1,6 @@
-"""The codec workloads of ``python -m zstdpool bench``: compress, decompress, compress_many.
+"""The codec workloads of ``python -m benchmarks``: compress, decompress, compress_many.
 
-Each workload is one call on :func:`~zstdpool._bench.data.sample_data` done by zstdpool (the
+Each workload is one call on :func:`~benchmarks.harness.data.sample_data` done by zstdpool (the
 baseline: the module function, then a lease) and by its peers: python-zstandard (a reused
 compressor, and a new one per call), backports.zstd (the function, and a reused compressor),
 cramjam and pyarrow's Codec. Every result is checked against an implementation independent
@@ -15,8 +15,8 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from zstdpool._bench.data import format_size, sample_buffers, sample_data, sample_frame
-from zstdpool._bench.runner import (
+from benchmarks.harness.data import format_size, sample_buffers, sample_data, sample_frame
+from benchmarks.harness.runner import (
     Contender,
     Profile,
     Timed,

@@ -1,4 +1,4 @@
-"""The partitioned-dataset workloads of ``python -m zstdpool bench``: the ``dataset`` group.
+"""The partitioned-dataset workloads of ``python -m benchmarks``: the ``dataset`` group.
 
 iceberg-go's partitioned-write benchmark (apache/arrow-go #595): ``id`` int64, ``ts``
 timestamp with time zone, ``partition_key`` int32 (``id % partitions``), ``value`` int64,
@@ -27,8 +27,15 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from zstdpool._bench.data import have_numpy, partitioned_table
-from zstdpool._bench.runner import Contender, Profile, Timed, Unavailable, Workload, register_source
+from benchmarks.harness.data import have_numpy, partitioned_table
+from benchmarks.harness.runner import (
+    Contender,
+    Profile,
+    Timed,
+    Unavailable,
+    Workload,
+    register_source,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -277,7 +284,6 @@ def compaction_workload(rows: int, files: int, into: int) -> Workload:
 
     def zstdpool_compact(stack: ExitStack) -> Timed:
         import pyarrow.dataset as ds
-
         import zstdpool.dataset
 
         source, out = _small_files(rows, files), _directory(stack)

@@ -1,4 +1,4 @@
-"""The ``threads`` workloads of ``python -m zstdpool bench``.
+"""The ``threads`` workloads of ``python -m benchmarks``.
 
 - zstdpool's ``threads=`` on one big table: its default (one thread per CPU for a batch of
   1 MiB and more) against pyarrow, and ``threads=2`` against ``threads=1``.
@@ -6,7 +6,7 @@
   call: see :class:`Gang`) against python-zstandard (a compressor per thread) and one shared
   backports.zstd compressor on the same column buffers.
 
-Without numpy these workloads are not listed (:mod:`zstdpool._bench.ipc` says so).
+Without numpy these workloads are not listed (:mod:`benchmarks.harness.ipc` says so).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
-from zstdpool._bench.codec import reference_decompress
-from zstdpool._bench.data import have_numpy
-from zstdpool._bench.ipc import (
+from benchmarks.harness.codec import reference_decompress
+from benchmarks.harness.data import have_numpy
+from benchmarks.harness.ipc import (
     LEVEL,
     IpcImpl,
     TableCase,
@@ -29,7 +29,7 @@ from zstdpool._bench.ipc import (
     pyarrow_per_table,
     writer_contenders,
 )
-from zstdpool._bench.runner import Contender, Profile, Timed, Workload, register_source
+from benchmarks.harness.runner import Contender, Profile, Timed, Workload, register_source
 
 if TYPE_CHECKING:
     import pyarrow as pa

@@ -1,4 +1,4 @@
-"""The Parquet workloads of ``python -m zstdpool bench``: the ``parquet_writer`` and
+"""The Parquet workloads of ``python -m benchmarks``: the ``parquet_writer`` and
 ``parquet_reader`` groups.
 
 Every contender writes zstd at level 1 (pyarrow's default, and zstdpool's) to memory, with
@@ -24,9 +24,9 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from zstdpool._bench.data import have_numpy
-from zstdpool._bench.ipc import TableCase, check_read, ipc_sizes
-from zstdpool._bench.runner import (
+from benchmarks.harness.data import have_numpy
+from benchmarks.harness.ipc import TableCase, check_read, ipc_sizes
+from benchmarks.harness.runner import (
     Contender,
     Profile,
     Timed,
@@ -200,7 +200,7 @@ def _shared_after_insert(
     impl: ParquetImpl, case: TableCase
 ) -> Callable[[object], dict[str, float]]:
     def figures(out: object) -> dict[str, float]:
-        from zstdpool._bench.pages import shared_bytes
+        from benchmarks.harness.pages import shared_bytes
 
         with ExitStack() as stack:
             edited = written(impl.bind(stack, with_rows_inserted(case.table()))())

@@ -1,6 +1,6 @@
 """Memory of one Arrow IPC stream write, zstdpool and pyarrow side by side (zstd level 3).
 
-Run by ``python -m zstdpool bench --memory`` (and after the timing table by ``bench --full``):
+Run by ``python -m benchmarks --memory`` (and after the timing table by ``bench --full``):
 Apache Spark's memory table for zstdpool and pyarrow. One row per input; each write is
 measured once (memory, not time), after warm-up writes. The columns:
 
@@ -42,7 +42,7 @@ the pool pyarrow's *Python* API hands out (``arrow::py::get_memory_pool``, used 
 ``arrow::default_memory_pool()``, which it does not change. A proxy pool set with
 ``pa.set_memory_pool`` therefore sees the output buffer but none of the writer's compressed
 buffers (its peak equals the output's capacity; it is kept as ``proxy_peak`` in the JSON). So
-each pyarrow row runs in a fresh subprocess (``python -m zstdpool._bench.memory child ...``):
+each pyarrow row runs in a fresh subprocess (``python -m benchmarks.harness.memory child ...``):
 the input is built with ``pa.set_memory_pool(pa.system_memory_pool())`` so that the C++
 default pool stays unused, then the write goes through it (the sink too, via a proxy of it),
 and ``held`` / ``peak`` are that pool's ``bytes_allocated()`` (with the result buffer alive)
@@ -57,8 +57,8 @@ Targets (zstdpool, every threads setting)
   the number of compressing threads the write uses and the largest buffer taken over all the
   table's Arrow buffers.
 
-The inputs are deterministic (numpy, seed 0) and built by :mod:`zstdpool._bench.data`; the
-text table and the JSON are made by :mod:`zstdpool._bench.report`.
+The inputs are deterministic (numpy, seed 0) and built by :mod:`benchmarks.harness.data`; the
+text table and the JSON are made by :mod:`benchmarks.harness.report`.
 """
 
 from __future__ import annotations
@@ -66,7 +66,6 @@ from __future__ import annotations
 import gc
 import json
 import math
-import os
 import subprocess
 import sys
 import time
@@ -75,7 +74,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
-from zstdpool._bench.data import (
+from zstdpool._zstdpool import _resolve_threads
+
+from benchmarks.harness.data import (
     KiB,
     MiB,
     int64_random_table,
@@ -85,7 +86,6 @@ from zstdpool._bench.data import (
     lineitem_rows_table,
     uuid_table,
 )
-from zstdpool._zstdpool import _resolve_threads
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -151,7 +151,7 @@ _KINDS: dict[str, tuple[str, str, Callable[[int], pa.Table]]] = {
     "int64_seq": ("int64 sequential", "one int64 column 0, 1, 2, ...", int64_seq_table),
     "lineitem": (
         "lineitem",
-        "TPC-H lineitem-like, 16 columns (zstdpool._bench.data.lineitem_table)",
+        "TPC-H lineitem-like, 16 columns (benchmarks.harness.data.lineitem_table)",
         lineitem_rows_table,
     ),
     "lineitem_bytes": (
@@ -374,12 +374,10 @@ def measure_pyarrow(case: MemoryCase, use_threads: bool = True) -> dict[str, Any
     The pool's ``max_memory()`` cannot be reset, hence one process per measurement; it builds
     the input itself (deterministic), outside the pool it measures.
     """
-    import zstdpool
+    from benchmarks.harness import child_env
 
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(zstdpool.__file__)))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
-    argv = [sys.executable, "-m", "zstdpool._bench.memory", "child", case.kind, str(case.size)]
+    env = child_env()
+    argv = [sys.executable, "-m", "benchmarks.harness.memory", "child", case.kind, str(case.size)]
     argv.append("1" if use_threads else "0")
     done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
@@ -511,5 +509,5 @@ def list_cases(size_choice: str, filters: Sequence[str] = ()) -> str:
 if __name__ == "__main__":
     # The pyarrow measurement in a fresh process: child KIND SIZE USE_THREADS.
     if len(sys.argv) != 5 or sys.argv[1] != "child":
-        sys.exit("usage: python -m zstdpool._bench.memory child KIND SIZE USE_THREADS(0|1)")
+        sys.exit("usage: python -m benchmarks.harness.memory child KIND SIZE USE_THREADS(0|1)")
     print(json.dumps(_child(sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1")))

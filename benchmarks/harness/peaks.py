@@ -4,7 +4,7 @@ input (for a read: writes the dataset with zstdpool), resets its peak resident s
 ``/proc/self/clear_refs``), writes or reads, and reports how far its resident set rose above
 where it stood before (``VmHWM`` minus ``VmRSS``). That counts everything: the output (for a
 read: the table read, its size in the output column), buffers, zstd contexts, allocator
-slack, threads' stacks, in every library alike. Printed by ``python -m zstdpool bench
+slack, threads' stacks, in every library alike. Printed by ``python -m benchmarks
 --memory`` after the IPC table.
 """
 
@@ -18,6 +18,8 @@ import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from benchmarks.harness import child_env
 
 #: zstd level of every Parquet write (pyarrow's default).
 PARQUET_LEVEL = 1
@@ -162,10 +164,10 @@ def _dataset_readers(directory: str) -> dict[str, Callable[[Any], object]]:
 
 def _input(case: PeakCase) -> Any:
     if case.kind in ("dataset", "dataset_read"):
-        from zstdpool._bench.data import partitioned_table
+        from benchmarks.harness.data import partitioned_table
 
         return partitioned_table(case.rows, case.partitions)
-    from zstdpool._bench.data import lineitem_table
+    from benchmarks.harness.data import lineitem_table
 
     return lineitem_table(case.rows)
 
@@ -203,7 +205,7 @@ def child(case: PeakCase, contender: str) -> dict[str, Any]:
                 [
                     sys.executable,
                     "-m",
-                    "zstdpool._bench.peaks",
+                    "benchmarks.harness.peaks",
                     "write-dataset",
                     str(case.rows),
                     str(case.partitions),
@@ -211,11 +213,11 @@ def child(case: PeakCase, contender: str) -> dict[str, Any]:
                 ],
                 check=True,
                 timeout=1800,
+                env=child_env(),
             )
             # Every library the read imports is imported before the measure: the peak is the
             # read's, not the resident size of a library's code.
             import pyarrow.dataset  # noqa: F401
-
             import zstdpool.dataset  # noqa: F401
 
             if contender == "polars":
@@ -245,7 +247,7 @@ def measure(case: PeakCase, contender: str) -> dict[str, Any]:
         [
             sys.executable,
             "-m",
-            "zstdpool._bench.peaks",
+            "benchmarks.harness.peaks",
             case.kind,
             str(case.rows),
             str(case.partitions),
@@ -254,6 +256,7 @@ def measure(case: PeakCase, contender: str) -> dict[str, Any]:
         capture_output=True,
         text=True,
         timeout=1800,
+        env=child_env(),
     )
     if done.returncode != 0:
         return {"error": done.stderr.strip().splitlines()[-1] if done.stderr.strip() else "failed"}

@@ -1,8 +1,8 @@
-"""What ``python -m zstdpool bench`` prints and writes: the timing table, its JSON and plot,
+"""What ``python -m benchmarks`` prints and writes: the timing table, its JSON and plot,
 and the memory table (``--memory``) with its JSON.
 
-The timing functions take the :class:`~zstdpool._bench.runner.Report` of a run; the memory
-functions take the rows of :func:`zstdpool._bench.memory.memory_table`.
+The timing functions take the :class:`~benchmarks.harness.runner.Report` of a run; the memory
+functions take the rows of :func:`benchmarks.harness.memory.memory_table`.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from zstdpool._bench.data import MiB
-from zstdpool._bench.memory import HELD_SLACK, LEVEL, PEAK_OVERHEAD, format_amount, targets
-from zstdpool._bench.runner import machine_info, module_version
+from benchmarks.harness.data import MiB
+from benchmarks.harness.memory import HELD_SLACK, LEVEL, PEAK_OVERHEAD, format_amount, targets
+from benchmarks.harness.runner import machine_info, module_version
 
 if TYPE_CHECKING:
-    from zstdpool._bench.runner import Report
+    from benchmarks.harness.runner import Report
 
 # --------------------------------------------------------------------------------------------
 # Timing

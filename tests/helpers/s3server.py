@@ -2,7 +2,7 @@
 its own process on 127.0.0.1, and a proxy in front of it that adds a delay to every request
 (as a nearby cloud region would) or answers chosen requests with errors.
 
-``python -m zstdpool._bench.s3server --upstream-port N --delay 0.01`` runs the proxy as a
+``python -m tests.helpers.s3server --upstream-port N --delay 0.01`` runs the proxy as a
 process of its own, printing its port, so that its work is not done by the process measured.
 """
 
@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 #: The credentials every client here uses (moto accepts any).
@@ -253,7 +254,7 @@ def delayed_endpoint(delay: float) -> str:
         [
             sys.executable,
             "-m",
-            "zstdpool._bench.s3server",
+            "tests.helpers.s3server",
             "--upstream-port",
             str(upstream.port),
             "--delay",
@@ -262,6 +263,15 @@ def delayed_endpoint(delay: float) -> str:
             str(port),
         ],
         stdout=subprocess.DEVNULL,
+        # The repository's root, where this module is, on the child's path.
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                p
+                for p in (str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH"))
+                if p
+            ),
+        },
     )
     atexit.register(process.kill)
     _wait_for(port, process, "the delaying proxy")
