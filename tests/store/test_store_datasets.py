@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime
 import os
+from pathlib import Path
 from typing import Literal
 
 import pyarrow as pa
@@ -256,6 +257,68 @@ def test_a_completion_and_its_abort_that_fail_are_both_reported(
     for u in uploads:
         s3.abort_multipart_upload(Bucket=bucket, Key=u["Key"], UploadId=u["UploadId"])
     assert keys(moto.endpoint, bucket, "done") == []
+
+
+INTERRUPTED_WRITER = r"""
+import json, os, sys, time
+import pyarrow as pa
+import zstdpool.dataset as zd
+
+url, opts = sys.argv[1], json.loads(sys.argv[2])
+schema = pa.schema([("b", pa.binary())])
+
+def batches():
+    for i in range(10_000):
+        yield pa.record_batch([pa.array([os.urandom(1 << 16) for _ in range(32)])], schema=schema)
+        if i == 40:
+            print("writing", flush=True)
+        time.sleep(0.01)
+
+zd.write_dataset(batches(), url, schema=schema, storage_options=opts, compression="none",
+                 max_pending_bytes=4 << 20, max_rows_per_group=64)
+"""
+
+
+def test_a_write_interrupted_part_way_leaves_no_upload(
+    moto: MotoServer, bucket: str, tmp_path: Path
+) -> None:
+    """A dataset write in another process, interrupted (SIGINT) while its multipart upload is
+    under way: the interrupt reaches the write through the batches it pulls, and the upload
+    is aborted, leaving no parts and no object."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers.env import subprocess_env
+
+    opts = storage_options(moto.endpoint, part_size=5 << 20)
+    child = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_WRITER, f"s3://{bucket}/cut", json.dumps(opts)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=subprocess_env(),
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "writing"
+        s3 = client(moto.endpoint)
+        deadline = time.monotonic() + 60
+        while not s3.list_multipart_uploads(Bucket=bucket).get("Uploads"):
+            assert time.monotonic() < deadline, "no multipart upload began"
+            assert child.poll() is None, child.stderr.read() if child.stderr else ""
+            time.sleep(0.05)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode != 0
+    assert "KeyboardInterrupt" in err, err[-2000:]
+    assert s3.list_multipart_uploads(Bucket=bucket).get("Uploads", []) == []
+    assert keys(moto.endpoint, bucket, "cut") == []
 
 
 def test_server_errors_are_retried(moto: MotoServer, bucket: str, proxy: Proxy) -> None:
