@@ -38,6 +38,14 @@ fn _zstdpool(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MIN_LEVEL", zstdpool_core::context::min_level())?;
     m.add("MAX_LEVEL", zstdpool_core::context::max_level())?;
     m.add("DEFAULT_LEVEL", zstdpool_core::context::DEFAULT_LEVEL)?;
+    // The object store URL schemes the core opens itself, for zstdpool._fs.
+    let schemes: Vec<String> = zstdpool_core::store::schemes()
+        .map(|s| format!("{s}://"))
+        .collect();
+    m.add(
+        "_STORE_SCHEMES",
+        pyo3::types::PyTuple::new(m.py(), schemes)?,
+    )?;
     m.add(
         "DEFAULT_MAX_OUTPUT_SIZE",
         zstdpool_core::codec::DEFAULT_MAX_OUTPUT_SIZE,

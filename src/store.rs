@@ -17,9 +17,6 @@ use crate::errors::OrRaise as _;
 use zstdpool_core::store::blocking::{BlockingFs, BlockingWriter};
 use zstdpool_core::store::{ClientOptions, Store};
 
-/// The schemes opened natively.
-const SCHEMES: &[&str] = &["s3://", "s3a://", "gs://", "gcs://"];
-
 /// Whether `obj` is a URL of a store opened natively.
 pub fn is_store_url(obj: &Bound<'_, PyAny>) -> bool {
     obj.cast::<PyString>()
@@ -29,9 +26,7 @@ pub fn is_store_url(obj: &Bound<'_, PyAny>) -> bool {
 }
 
 fn is_store_str(s: &str) -> bool {
-    SCHEMES
-        .iter()
-        .any(|scheme| s.len() >= scheme.len() && s[..scheme.len()].eq_ignore_ascii_case(scheme))
+    zstdpool_core::store::is_store_url(s)
 }
 
 /// `storage_options` as key-value strings: values may be str, bool (as "true"/"false"), int

@@ -22,11 +22,13 @@ import urllib.parse
 import urllib.request
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from zstdpool._zstdpool import _STORE_SCHEMES
+
 if TYPE_CHECKING:
     import pyarrow.fs as pafs
 
-# URL schemes opened natively (object_store's S3 and GCS clients).
-STORE_SCHEMES = ("s3://", "s3a://", "gs://", "gcs://")
+# URL schemes opened natively (object_store's S3 and GCS clients), as the core lists them.
+STORE_SCHEMES: tuple[str, ...] = _STORE_SCHEMES
 
 
 def is_store_url(target: object) -> TypeGuard[str]:

@@ -50,6 +50,7 @@ __all__ = [
     "DatasetScanner",
     "DatasetBatches",
     "__version__",
+    "_STORE_SCHEMES",
     "_resolve_threads",
     "_check_dataset_options",
     "_store_delete",
@@ -86,6 +87,7 @@ __all__ = [
 ]
 
 __version__: str
+_STORE_SCHEMES: tuple[str, ...]
 ZSTD_VERSION: str
 MIN_LEVEL: int
 MAX_LEVEL: int

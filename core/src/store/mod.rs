@@ -119,6 +119,40 @@ fn option_duration(key: &str, value: &str) -> Result<Duration> {
     }
 }
 
+/// The kinds of store zstdpool opens itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    S3,
+    Gcs,
+}
+
+/// The URL schemes opened natively, each with its store: the one list of them (the bindings
+/// and `zstdpool._fs` take theirs from here).
+const SCHEMES: &[(&str, Kind)] = &[
+    ("s3", Kind::S3),
+    ("s3a", Kind::S3),
+    ("gs", Kind::Gcs),
+    ("gcs", Kind::Gcs),
+];
+
+/// The schemes opened natively ("s3", ...).
+pub fn schemes() -> impl Iterator<Item = &'static str> {
+    SCHEMES.iter().map(|(s, _)| *s)
+}
+
+/// Whether `url` names an object of a store opened natively ("s3://...", any case).
+pub fn is_store_url(url: &str) -> bool {
+    url.split_once("://")
+        .is_some_and(|(scheme, _)| kind(scheme).is_some())
+}
+
+fn kind(scheme: &str) -> Option<Kind> {
+    SCHEMES
+        .iter()
+        .find(|(s, _)| s.eq_ignore_ascii_case(scheme))
+        .map(|(_, k)| *k)
+}
+
 /// Splits "s3://bucket/prefix/" into ("s3", "bucket", "prefix").
 fn split_url(url: &str) -> Result<(String, &str, &str)> {
     let bad = |why: &str| Error::Parameter(format!("{why}: {url:?}"));
@@ -231,7 +265,7 @@ impl Store {
         let env_endpoint = ["AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
             .iter()
             .find_map(|k| std::env::var(k).ok());
-        endpoint_http |= scheme.starts_with("s3")
+        endpoint_http |= kind(&scheme) == Some(Kind::S3)
             && env_endpoint.is_some_and(|e| e.starts_with("http://"))
             && !options
                 .iter()
@@ -244,8 +278,8 @@ impl Store {
                 "storage_options has a key {k:?} that {scheme}:// does not take ({e})"
             ))
         };
-        let store: Arc<dyn ObjectStore> = match scheme.as_str() {
-            "s3" | "s3a" => {
+        let store: Arc<dyn ObjectStore> = match kind(&scheme) {
+            Some(Kind::S3) => {
                 let mut b = AmazonS3Builder::from_env().with_bucket_name(bucket);
                 for (k, v) in &rest {
                     let key: AmazonS3ConfigKey =
@@ -258,7 +292,7 @@ impl Store {
                         .map_err(|e| Error::Parameter(format!("cannot open {url}: {e}")))?,
                 )
             }
-            "gs" | "gcs" => {
+            Some(Kind::Gcs) => {
                 let mut b = GoogleCloudStorageBuilder::from_env().with_bucket_name(bucket);
                 for (k, v) in &rest {
                     let key: GoogleConfigKey =
@@ -271,9 +305,9 @@ impl Store {
                         .map_err(|e| Error::Parameter(format!("cannot open {url}: {e}")))?,
                 )
             }
-            other => {
+            None => {
                 return Err(Error::Parameter(format!(
-                    "{other}:// is not an object store zstdpool opens itself (s3:// and gs:// \
+                    "{scheme}:// is not an object store zstdpool opens itself (s3:// and gs:// \
                      are); pass a pyarrow or fsspec filesystem as filesystem= for others"
                 )))
             }

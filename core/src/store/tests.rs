@@ -291,3 +291,24 @@ fn small_reads_are_served_by_windows() {
     assert_eq!(&big[..], &data[5..5 + big.len()]);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn store_urls_are_those_of_the_schemes_listed_once() {
+    for url in ["s3://b/k", "S3A://b", "gs://b/k/", "GCS://b"] {
+        assert!(super::is_store_url(url), "{url}");
+    }
+    for url in [
+        "hdfs://b/k",
+        "file:///tmp",
+        "s3:/b",
+        "/tmp/x",
+        "s3",
+        "memory://x",
+    ] {
+        assert!(!super::is_store_url(url), "{url}");
+    }
+    assert_eq!(
+        super::schemes().collect::<Vec<_>>(),
+        ["s3", "s3a", "gs", "gcs"]
+    );
+}
