@@ -27,6 +27,7 @@ mod reader;
 mod source;
 mod steps;
 mod stored;
+mod thrift;
 mod writer;
 
 /// The parquet crate's types that writer options are made of, so that the bindings need not

@@ -7,7 +7,7 @@
 //!
 //! The header is found where the crate reads it: [`WatchedSource`] notes where the crate starts
 //! reading each header and, when it then asks for the page's body, reads the header's bytes in
-//! between with the small Thrift compact-protocol walk below.
+//! between with the Thrift compact-protocol reader of `thrift`.
 
 use std::sync::{Arc, Mutex};
 
@@ -15,31 +15,15 @@ use ::parquet::file::reader::{ChunkReader, Length};
 use bytes::Bytes;
 
 use super::source::{ParquetSource, SourceRead};
+use super::thrift::{CompactReader, Why, I32};
 use crate::error::{Error, Result};
-
-/// Thrift compact types.
-const BOOLEAN_TRUE: u8 = 1;
-const BOOLEAN_FALSE: u8 = 2;
-const BYTE: u8 = 3;
-const I16: u8 = 4;
-const I32: u8 = 5;
-const I64: u8 = 6;
-const DOUBLE: u8 = 7;
-const BINARY: u8 = 8;
-const LIST: u8 = 9;
-const SET: u8 = 10;
-const MAP: u8 = 11;
-const STRUCT: u8 = 12;
-
-/// Deeper nesting than a page header has is refused, not recursed into.
-const MAX_DEPTH: usize = 16;
 
 /// `PageHeader.uncompressed_page_size` (field 2), from the serialized header.
 pub(crate) fn uncompressed_page_size(header: &[u8]) -> Result<usize> {
-    let mut r = Reader { buf: header, at: 0 };
+    let mut r = CompactReader::new(header);
     let mut last = 0i16;
     loop {
-        let (id, kind) = match r.field(&mut last)? {
+        let (id, kind) = match r.field(&mut last).map_err(corrupted)? {
             Some(f) => f,
             None => return Err(corrupt("it has no uncompressed_page_size")),
         };
@@ -47,31 +31,31 @@ pub(crate) fn uncompressed_page_size(header: &[u8]) -> Result<usize> {
             if kind != I32 {
                 return Err(corrupt("its uncompressed_page_size is not an i32"));
             }
-            let size = r.zigzag()?;
+            let size = r.zigzag().map_err(corrupted)?;
             return usize::try_from(size)
                 .map_err(|_| corrupt(&format!("it declares {size} bytes uncompressed")));
         }
-        r.skip(kind, 0)?;
+        r.skip(kind, 0).map_err(corrupted)?;
     }
 }
 
 /// `PageHeader.crc` (field 4), from the serialized header: the CRC-32 of the page's bytes as
 /// stored (compressed), where the writer wrote one.
 pub(crate) fn page_crc(header: &[u8]) -> Result<Option<u32>> {
-    let mut r = Reader { buf: header, at: 0 };
+    let mut r = CompactReader::new(header);
     let mut last = 0i16;
-    while let Some((id, kind)) = r.field(&mut last)? {
+    while let Some((id, kind)) = r.field(&mut last).map_err(corrupted)? {
         if id == 4 {
             if kind != I32 {
                 return Err(corrupt("its crc is not an i32"));
             }
             // The CRC's 32 bits, stored as a signed i32.
-            return Ok(Some(r.zigzag()? as i32 as u32));
+            return Ok(Some(r.zigzag().map_err(corrupted)? as i32 as u32));
         }
         if id > 4 {
             return Ok(None);
         }
-        r.skip(kind, 0)?;
+        r.skip(kind, 0).map_err(corrupted)?;
     }
     Ok(None)
 }
@@ -82,35 +66,35 @@ pub(crate) fn page_crc(header: &[u8]) -> Result<Option<u32>> {
 /// bitset that disagree would hash values into other blocks than the writer's, and prune
 /// rows the file holds; the scanner checks the two agree with this.
 pub(crate) fn bloom_filter_header(header: &[u8]) -> Result<(i64, usize)> {
-    let mut r = Reader { buf: header, at: 0 };
+    let mut r = CompactReader::new(header);
     let mut last = 0i16;
     let mut num_bytes = None;
-    while let Some((id, kind)) = r.field(&mut last)? {
+    while let Some((id, kind)) = r.field(&mut last).map_err(corrupted)? {
         if id == 1 && kind == I32 {
-            num_bytes = Some(r.zigzag()?);
+            num_bytes = Some(r.zigzag().map_err(corrupted)?);
         } else {
-            r.skip(kind, 0)?;
+            r.skip(kind, 0).map_err(corrupted)?;
         }
     }
     let num_bytes = num_bytes.ok_or_else(|| corrupt("a bloom filter header has no num_bytes"))?;
-    Ok((num_bytes, r.at))
+    Ok((num_bytes, r.position()))
 }
 
 /// `header`, a serialized `PageHeader` without a CRC, with `crc` as its field 4: the
 /// parquet crate's page writer has no checksums, so the writer adds them to the headers it
 /// wrote. The fields after it are kept byte for byte, but for the next one's id delta.
 pub(crate) fn with_crc(header: &[u8], crc: u32) -> Result<Vec<u8>> {
-    let mut r = Reader { buf: header, at: 0 };
+    let mut r = CompactReader::new(header);
     let mut last = 0i16;
     loop {
-        let before = r.at;
+        let before = r.position();
         let prev = last;
-        let next = r.field(&mut last)?;
+        let next = r.field(&mut last).map_err(corrupted)?;
         if let Some((id, kind)) = next.filter(|(id, _)| *id <= 4) {
             if id == 4 {
                 return Err(corrupt("it already has a crc"));
             }
-            r.skip(kind, 0)?;
+            r.skip(kind, 0).map_err(corrupted)?;
             continue;
         }
         let mut out = Vec::with_capacity(header.len() + 6);
@@ -121,7 +105,7 @@ pub(crate) fn with_crc(header: &[u8], crc: u32) -> Result<Vec<u8>> {
             None => out.push(0),
             Some((id, kind)) => push_field_header(&mut out, 4, id, kind),
         }
-        out.extend_from_slice(&header[r.at..]);
+        out.extend_from_slice(&header[r.position()..]);
         return Ok(out);
     }
 }
@@ -149,130 +133,8 @@ fn corrupt(why: &str) -> Error {
     Error::Parquet(format!("corrupt Parquet page header: {why}"))
 }
 
-struct Reader<'a> {
-    buf: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn byte(&mut self) -> Result<u8> {
-        let b = *self
-            .buf
-            .get(self.at)
-            .ok_or_else(|| corrupt("it ends early"))?;
-        self.at += 1;
-        Ok(b)
-    }
-
-    fn advance(&mut self, n: u64) -> Result<()> {
-        let end = usize::try_from(n)
-            .ok()
-            .and_then(|n| self.at.checked_add(n))
-            .filter(|&end| end <= self.buf.len())
-            .ok_or_else(|| corrupt("it ends early"))?;
-        self.at = end;
-        Ok(())
-    }
-
-    fn varint(&mut self) -> Result<u64> {
-        let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
-            let b = self.byte()?;
-            value |= u64::from(b & 0x7f) << shift;
-            if b & 0x80 == 0 {
-                return Ok(value);
-            }
-        }
-        Err(corrupt("a varint is longer than 10 bytes"))
-    }
-
-    fn zigzag(&mut self) -> Result<i64> {
-        let v = self.varint()?;
-        Ok((v >> 1) as i64 ^ -((v & 1) as i64))
-    }
-
-    /// The next field's id and type; None at the struct's end.
-    fn field(&mut self, last: &mut i16) -> Result<Option<(i16, u8)>> {
-        let b = self.byte()?;
-        if b == 0 {
-            return Ok(None);
-        }
-        let (delta, kind) = (b >> 4, b & 0x0f);
-        let id = if delta == 0 {
-            i16::try_from(self.zigzag()?).map_err(|_| corrupt("a field id is out of range"))?
-        } else {
-            last.checked_add(i16::from(delta))
-                .ok_or_else(|| corrupt("a field id is out of range"))?
-        };
-        *last = id;
-        Ok(Some((id, kind)))
-    }
-
-    /// Skips one value of type `kind`.
-    fn skip(&mut self, kind: u8, depth: usize) -> Result<()> {
-        if depth > MAX_DEPTH {
-            return Err(corrupt("it nests too deeply"));
-        }
-        match kind {
-            BOOLEAN_TRUE | BOOLEAN_FALSE => Ok(()),
-            BYTE => self.advance(1),
-            I16 | I32 | I64 => self.varint().map(drop),
-            DOUBLE => self.advance(8),
-            BINARY => {
-                let n = self.varint()?;
-                self.advance(n)
-            }
-            LIST | SET => {
-                let head = self.byte()?;
-                let elem = head & 0x0f;
-                let n = match head >> 4 {
-                    15 => self.varint()?,
-                    n => u64::from(n),
-                };
-                self.skip_many(n, elem, depth)
-            }
-            MAP => {
-                let n = self.varint()?;
-                if n == 0 {
-                    return Ok(());
-                }
-                let kinds = self.byte()?;
-                for _ in 0..n {
-                    self.skip_element(kinds >> 4, depth)?;
-                    self.skip_element(kinds & 0x0f, depth)?;
-                }
-                Ok(())
-            }
-            STRUCT => {
-                let mut last = 0;
-                while let Some((_, kind)) = self.field(&mut last)? {
-                    self.skip(kind, depth + 1)?;
-                }
-                Ok(())
-            }
-            other => Err(corrupt(&format!("unknown Thrift type {other}"))),
-        }
-    }
-
-    fn skip_many(&mut self, n: u64, elem: u8, depth: usize) -> Result<()> {
-        // Each element takes a byte at least: a count beyond the bytes left is corrupt, and
-        // refused before it is looped over.
-        if n > (self.buf.len() - self.at) as u64 && elem != BOOLEAN_TRUE {
-            return Err(corrupt("a list declares more elements than it has bytes"));
-        }
-        for _ in 0..n {
-            self.skip_element(elem, depth)?;
-        }
-        Ok(())
-    }
-
-    /// A list's booleans take a byte each, unlike a struct field's.
-    fn skip_element(&mut self, kind: u8, depth: usize) -> Result<()> {
-        match kind {
-            BOOLEAN_TRUE | BOOLEAN_FALSE => self.advance(1),
-            other => self.skip(other, depth + 1),
-        }
-    }
+fn corrupted(why: Why) -> Error {
+    corrupt(&why)
 }
 
 /// The uncompressed sizes of the pages the crate has read the headers of, in order; shared by
@@ -380,7 +242,7 @@ mod tests {
 
     /// The ids and i32 values of a header's top-level fields (structs skipped).
     fn fields(h: &[u8]) -> Vec<(i16, Option<i64>)> {
-        let mut r = Reader { buf: h, at: 0 };
+        let mut r = CompactReader::new(h);
         let mut last = 0;
         let mut out = Vec::new();
         while let Some((id, kind)) = r.field(&mut last).unwrap() {
@@ -391,7 +253,7 @@ mod tests {
                 out.push((id, None));
             }
         }
-        assert_eq!(r.at, h.len(), "the header ends where its stop byte is");
+        assert_eq!(r.position(), h.len(), "the header ends where its stop byte is");
         out
     }
 
