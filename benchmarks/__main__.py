@@ -11,6 +11,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -73,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="instead of timing, print the peak resident memory of one whole Parquet and "
         "dataset write, zstdpool and its peers side by side, each in a fresh process",
     )
+    p.add_argument(
+        "--instructions",
+        action="store_true",
+        help="instead of timing, count the instructions one call of each contender executes, "
+        "under valgrind's callgrind (slow: use --filter)",
+    )
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--json", metavar="PATH", help="write every figure and machine info to PATH")
     p.add_argument(
@@ -115,6 +122,8 @@ def run_bench(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not workloads:
         return usage_error(parser, f"no workload matches {' or '.join(map(repr, args.filter))}")
+    if args.instructions:
+        return _run_instructions(args, profile, workloads)
     for option, path in (("--json", args.json), ("--plot", args.plot)):
         if path is not None and not _writable(path):
             return usage_error(parser, f"{option}: cannot write {path!r}")
@@ -143,6 +152,22 @@ def run_bench(args: argparse.Namespace) -> int:
             return EXIT_FAILURE
         print(f"wrote {args.plot}", file=sys.stderr)
     return EXIT_FAILURE if timing.failed else EXIT_OK
+
+
+def _run_instructions(args: argparse.Namespace, profile: Any, workloads: list[Any]) -> int:
+    from benchmarks.harness import instructions
+
+    why = instructions.unavailable()
+    if why:
+        print(f"{args.parser.prog}: error: {why}", file=sys.stderr)
+        return EXIT_FAILURE
+    rows = instructions.count(profile, workloads)
+    print(instructions.format_table(rows))
+    if args.json is not None:
+        with open(args.json, "w", encoding="utf-8") as f:
+            json.dump({"instructions": [r.__dict__ for r in rows]}, f, indent=2)
+        print(f"wrote {args.json}", file=sys.stderr)
+    return EXIT_FAILURE if any(r.instructions is None for r in rows) else EXIT_OK
 
 
 def _run_bench_peaks(args: argparse.Namespace, size_choice: str) -> int:

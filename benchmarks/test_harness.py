@@ -7,8 +7,10 @@ runner's timing loop, the Python-threads gang, and ``python -m benchmarks`` end 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
+import shutil
 import threading
 from contextlib import ExitStack
 from pathlib import Path
@@ -213,3 +215,37 @@ def test_checks_reject_wrong_output() -> None:
     check_frame_list(table, 1, [zstdpool.compress(data, 1)])
     with pytest.raises(AssertionError):
         check_frame_list(table, 1, [zstdpool.compress(data[1:], 1)])
+
+
+def test_instruction_counts_are_differences_of_callgrind_totals(tmp_path: Path) -> None:
+    from benchmarks.harness import instructions
+
+    out = tmp_path / "callgrind.out"
+    out.write_text("events: Ir\nsummary: 1234567\n")
+    assert instructions._total(str(out)) == 1234567
+    rows = [
+        instructions.Counted("w", "zstdpool", 1000.0),
+        instructions.Counted("w", "peer", 1500.0),
+        instructions.Counted("w", "missing", None, "not installed"),
+    ]
+    table = instructions.format_table(rows)
+    assert "1.50" in table and "not installed" in table
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
+def test_instructions_of_a_small_call_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One real count: a 1 KiB compress executes thousands of instructions, not millions
+    (the setup and interpreter start cancel out)."""
+    from benchmarks.harness import instructions, runner
+
+    monkeypatch.setenv("ZSTDPOOL_BENCH_TINY", "1")
+    profile = runner.PROFILES["tiny"]
+    [workload] = [
+        w
+        for w in runner.load_workloads(profile, ["compress 1KiB L3"])
+        if w.name == "compress 1KiB L3"
+    ]
+    first = dataclasses.replace(workload, contenders=workload.contenders[:1])
+    [row] = instructions.count(profile, [first], calls=20)
+    assert row.instructions is not None, row.note
+    assert 5_000 < row.instructions < 2_000_000, row.instructions

@@ -1,0 +1,137 @@
+"""Instructions per call, counted by valgrind's callgrind: ``python -m benchmarks
+--instructions``. A shared, noisy machine moves times by tens of percent between runs; the
+instructions a call executes do not move (same binary, same input, same count), so per-call
+work (allocations, hashing of pool keys, Python objects made, copies) shows here first.
+
+Each contender runs in a child process under callgrind twice, making ``calls`` and then
+``2 * calls`` calls after its setup; the difference over ``calls`` is what one call executes,
+the setup, imports and interpreter start cancelling out. The loop's own Python work (a
+``for`` and a call) is in every contender's count alike. Contenders that empty a directory
+before each call (``before_each``) are not counted: the reset would be counted with them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from contextlib import ExitStack
+from dataclasses import dataclass
+
+from benchmarks.harness import child_env
+from benchmarks.harness.runner import Profile, Workload, before_each, load_workloads, prepare
+
+#: Calls of the shorter run; the longer makes twice as many.
+CALLS = 200
+
+
+@dataclass
+class Counted:
+    """What one contender's call executes, or why it was not counted."""
+
+    workload: str
+    label: str
+    instructions: float | None
+    note: str = ""
+
+
+def unavailable() -> str | None:
+    """Why instructions cannot be counted here, or None."""
+    if shutil.which("valgrind") is None:
+        return "valgrind is not installed (Debian: apt install valgrind)"
+    return None
+
+
+def _total(out_file: str) -> int:
+    """The instructions (Ir) a callgrind output file counts in all."""
+    with open(out_file, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            m = re.match(r"(?:summary|totals):\s+(\d+)", line)
+            if m:
+                return int(m.group(1))
+    raise RuntimeError(f"{out_file} holds no callgrind totals")
+
+
+def _run(profile: str, workload: str, label: str, calls: int) -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        done = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                f"--callgrind-out-file={out}",
+                sys.executable,
+                "-m",
+                "benchmarks.harness.instructions",
+                profile,
+                workload,
+                label,
+                str(calls),
+            ],
+            capture_output=True,
+            text=True,
+            env=child_env(),
+            timeout=1800,
+            check=False,
+        )
+        if done.returncode != 0:
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"the child failed ({done.returncode}): {tail}")
+        return _total(out)
+
+
+def count(profile: Profile, workloads: list[Workload], calls: int = CALLS) -> list[Counted]:
+    """Instructions per call of every contender of ``workloads``."""
+    rows = []
+    for w in workloads:
+        for c in w.contenders:
+            try:
+                once = _run(profile.name, w.name, c.label, calls)
+                twice = _run(profile.name, w.name, c.label, 2 * calls)
+            except RuntimeError as e:
+                rows.append(Counted(w.name, c.label, None, str(e)))
+                continue
+            rows.append(Counted(w.name, c.label, (twice - once) / calls))
+    return rows
+
+
+def format_table(rows: list[Counted]) -> str:
+    """The counts as a table, each with its ratio to the workload's first contender."""
+    out = [f"{'workload':60}  {'contender':34}  {'instructions':>14}  {'ratio':>6}"]
+    out.append(f"{'-' * 60}  {'-' * 34}  {'-' * 14}  {'-' * 6}")
+    first: dict[str, float | None] = {}
+    for r in rows:
+        base = first.setdefault(r.workload, r.instructions)
+        if r.instructions is None:
+            out.append(f"{r.workload:60}  {r.label:34}  {'-':>14}  {'-':>6}  {r.note}")
+            continue
+        ratio = f"{r.instructions / base:.2f}" if base else "-"
+        out.append(f"{r.workload:60}  {r.label:34}  {r.instructions:>14,.0f}  {ratio:>6}")
+    out.append(
+        "instructions: executed per call (callgrind's Ir, the difference of "
+        f"{CALLS} and {2 * CALLS} calls); ratio: contender / zstdpool (above 1: zstdpool "
+        "executes fewer)."
+    )
+    return "\n".join(out)
+
+
+def _child(profile_name: str, workload_name: str, label: str, calls: int) -> None:
+    """Sets the contender up, then makes ``calls`` calls: what callgrind counts."""
+    from benchmarks.harness.runner import PROFILES
+
+    profile = PROFILES[profile_name]
+    [workload] = [w for w in load_workloads(profile, [workload_name]) if w.name == workload_name]
+    [contender] = [c for c in workload.contenders if c.label == label]
+    with ExitStack() as stack:
+        fn, _ = prepare(contender, stack)
+        if before_each(fn) is not None:
+            raise SystemExit("a call with a reset before it is not counted")
+        for _ in range(calls):
+            fn()
+
+
+if __name__ == "__main__":
+    _child(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
