@@ -158,6 +158,29 @@ def _polars(case: ReadCase) -> Callable[[ExitStack], Timed]:
     return setup
 
 
+def _zstdpool_polars(case: ReadCase) -> Callable[[ExitStack], Timed]:
+    """polars reading through zstdpool (``zstdpool.polars.scan_dataset``), the same query as
+    polars' own scan_parquet."""
+
+    def setup(stack: ExitStack) -> Timed:
+        import polars as pl
+        import zstdpool.polars as zpl
+
+        d = written(case.rows, case.partitions, case.writer)
+        if case.read == "count":
+            return lambda: zpl.scan_dataset(d).select(pl.len()).collect().item()
+        if case.read == "all":
+            return lambda: zpl.scan_dataset(d).collect()
+        f = (
+            pl.col("partition_key") == PARTITION
+            if case.read == "partition"
+            else pl.col("value") < RANGE_LIMIT
+        )
+        return lambda: zpl.scan_dataset(d).filter(f).collect()
+
+    return setup
+
+
 def _duckdb(case: ReadCase) -> Callable[[ExitStack], Timed]:
     def setup(stack: ExitStack) -> Timed:
         import duckdb
@@ -224,6 +247,7 @@ def read_workload(case: ReadCase) -> Workload:
         ("zstdpool", _zstdpool(case), ()),
         ("pyarrow.dataset", _pyarrow(case), ("pyarrow",)),
         ("polars", _polars(case), ("polars",)),
+        ("polars via zstdpool.polars", _zstdpool_polars(case), ("polars",)),
         ("duckdb", _duckdb(case), ("duckdb",)),
     ]
     if case.read == "all":
