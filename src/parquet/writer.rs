@@ -69,6 +69,8 @@ pub struct PyParquetWriter {
     rows: AtomicU64,
     row_groups: AtomicUsize,
     bytes: AtomicUsize,
+    /// The footer written on close (see `metadata`).
+    footer: std::sync::OnceLock<Vec<u8>>,
 }
 
 impl PyParquetWriter {
@@ -76,6 +78,9 @@ impl PyParquetWriter {
         self.rows.store(w.rows_written(), Ordering::Relaxed);
         self.row_groups.store(w.row_groups(), Ordering::Relaxed);
         self.bytes.store(w.bytes_written(), Ordering::Relaxed);
+        if let Some(footer) = w.footer() {
+            let _ = self.footer.set(footer.to_vec());
+        }
     }
 
     fn write_data(
@@ -160,6 +165,7 @@ impl PyParquetWriter {
             rows: AtomicU64::new(0),
             row_groups: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
+            footer: Default::default(),
         })
     }
 
@@ -280,6 +286,27 @@ impl PyParquetWriter {
     #[getter]
     fn bytes_written(&self) -> usize {
         self.bytes.load(Ordering::Relaxed)
+    }
+
+    /// The file's footer as a `pyarrow.parquet.FileMetaData` (row groups, column chunks and
+    /// their statistics, as pyarrow's `ParquetWriter.metadata` gives them) once the writer is
+    /// closed; None before.
+    #[getter]
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let Some(footer) = self.footer.get() else {
+            return Ok(py.None().into_bound(py));
+        };
+        // The footer behind the leading magic bytes is a file pyarrow reads the footer of.
+        let mut file = Vec::with_capacity(footer.len() + 4);
+        file.extend_from_slice(b"PAR1");
+        file.extend_from_slice(footer);
+        let pa = py.import("pyarrow")?;
+        let buffer = pa
+            .getattr("BufferReader")?
+            .call1((pyo3::types::PyBytes::new(py, &file),))?;
+        py.import("pyarrow.parquet")?
+            .getattr("read_metadata")?
+            .call1((buffer,))
     }
 }
 

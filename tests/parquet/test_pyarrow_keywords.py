@@ -574,3 +574,49 @@ def test_file_options_level_goes_with_write_datasets_codec(tmp_path: Path) -> No
     }
     zp.write_to_dataset(table, tmp_path / "e", partition_cols=["k"], threads=1)
     assert len(list((tmp_path / "e").rglob("*.parquet"))) == 2
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"bloom_filter_options": {"s": True}, "write_page_index": True},
+        {"use_deprecated_int96_timestamps": True, "write_statistics": ["i"]},
+        {"sorting_columns": [pq.SortingColumn(0)], "compression": "snappy"},
+    ],
+    ids=["default", "bloom-and-page-index", "int96", "sorted-snappy"],
+)
+@pytest.mark.parametrize("sink", ["memory", "path"])
+def test_writer_metadata_is_the_footer_written(tmp_path: Path, options: Any, sink: str) -> None:
+    """``ParquetWriter.metadata`` after close is the file's own footer, as pyarrow's is:
+    equal to what pyarrow reads from the file (the last bloom filters and page indexes are
+    written before it); None before close."""
+    import datetime
+
+    n = 5000
+    table = pa.table(
+        {
+            "i": pa.array(range(n), pa.int64()),
+            "s": [f"v{i % 97}" for i in range(n)],
+            "t": pa.array([datetime.datetime(2026, 1, 1)] * n, pa.timestamp("us")),
+        }
+    )
+    out: Any = io.BytesIO() if sink == "memory" else tmp_path / "f.parquet"
+    w = zp.ParquetWriter(out, table.schema, row_group_size=1200, **options)
+    assert w.metadata is None
+    w.write_table(table)
+    assert w.metadata is None
+    w.close()
+    data = out.getvalue() if sink == "memory" else out.read_bytes()
+    theirs = pq.read_metadata(io.BytesIO(data))
+    ours = w.metadata
+    assert ours.equals(theirs)
+    assert ours.num_rows == n and ours.num_row_groups == 5
+    assert ours.to_dict() == theirs.to_dict()
+
+
+def test_writer_metadata_of_an_aborted_writer_is_none() -> None:
+    w = zp.ParquetWriter(io.BytesIO(), pa.schema([("a", pa.int64())]))
+    w.write_table(pa.table({"a": [1]}))
+    w.abort()
+    assert w.metadata is None

@@ -253,7 +253,11 @@ mod tests {
                 out.push((id, None));
             }
         }
-        assert_eq!(r.position(), h.len(), "the header ends where its stop byte is");
+        assert_eq!(
+            r.position(),
+            h.len(),
+            "the header ends where its stop byte is"
+        );
         out
     }
 

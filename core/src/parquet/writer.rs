@@ -35,7 +35,9 @@ use crate::pool::{ContextPool, Lease};
 /// Writes Parquet to `W`. Batches are buffered until a row group is full (the caller's data,
 /// referenced, not copied) and each row group is encoded and written whole.
 pub struct ParquetWriter<W: Write + Send> {
-    file: Option<SerializedFileWriter<W>>,
+    file: Option<SerializedFileWriter<Slot<W>>>,
+    /// The footer written by `finish`, serialized (see [`ParquetWriter::footer`]).
+    footer: Option<Vec<u8>>,
     factory: ColumnWriters,
     /// The column writers of row groups where a sampled leaf goes without a dictionary.
     plain: Option<ColumnWriters>,
@@ -63,7 +65,11 @@ impl<W: Write + Send> ParquetWriter<W> {
         pool: &ContextPool,
     ) -> Result<Self> {
         let plan = plan_for(&schema, &options)?;
-        let mut file = SerializedFileWriter::new(sink, plan.file_root.clone(), plan.file.clone())?;
+        let slot = Slot {
+            sink: Some(sink),
+            tee: None,
+        };
+        let mut file = SerializedFileWriter::new(slot, plan.file_root.clone(), plan.file.clone())?;
         for kv in &plan.appended {
             file.append_key_value_metadata(kv.clone());
         }
@@ -74,6 +80,7 @@ impl<W: Write + Send> ParquetWriter<W> {
             .map(|p| ColumnWriters::new(&plan.encoder_schema, &plan.encoded, p));
         Ok(ParquetWriter {
             file: Some(file),
+            footer: None,
             factory,
             plain,
             schema,
@@ -229,11 +236,28 @@ impl<W: Write + Send> ParquetWriter<W> {
     /// Writes the buffered rows and the footer, and returns the sink.
     pub fn finish(&mut self) -> Result<W> {
         self.flush()?;
-        let file = self
+        let mut file = self
             .file
             .take()
             .ok_or_else(|| Error::Parquet("the writer is closed".into()))?;
-        Ok(file.into_inner()?)
+        // What the crate writes from here on (the last bloom filters, then the footer) is
+        // kept too, for the footer's exact bytes.
+        file.inner_mut().tee = Some(Vec::new());
+        file.finish()?;
+        let slot = file.inner_mut();
+        let written = slot.tee.take().unwrap_or_default();
+        self.footer = footer_of(&written).map(<[u8]>::to_vec);
+        // The crate hands its sink back only by writing the footer again; the slot lets it
+        // go without.
+        slot.sink
+            .take()
+            .ok_or_else(|| Error::Parquet("the writer's sink was taken already".into()))
+    }
+
+    /// After `finish`, the file's footer as the file ends: the Thrift FileMetaData, its
+    /// length, and the magic bytes (pyarrow's `ParquetWriter.metadata` is read from it).
+    pub fn footer(&self) -> Option<&[u8]> {
+        self.footer.as_deref()
     }
 
     /// Drops the file writer and the sink without writing more (a path sink removes its file).
@@ -601,4 +625,43 @@ impl Leases {
         };
         Ok(&mut self.held[at])
     }
+}
+
+/// The sink a file writer writes to, held so that it can be taken back after the footer is
+/// written (the crate's `into_inner` would write the footer a second time), and a copy of
+/// what is written while `tee` is set.
+struct Slot<W> {
+    sink: Option<W>,
+    tee: Option<Vec<u8>>,
+}
+
+impl<W: Write> Write for Slot<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = match &mut self.sink {
+            Some(w) => w.write(buf)?,
+            None => return Err(std::io::Error::other("the sink was handed back")),
+        };
+        if let Some(tee) = &mut self.tee {
+            tee.extend_from_slice(&buf[..n]);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match &mut self.sink {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The footer at the end of `tail` (the last bytes of a file): its Thrift FileMetaData, its
+/// length and the magic bytes; None if `tail` does not end in one.
+fn footer_of(tail: &[u8]) -> Option<&[u8]> {
+    let end = tail.len().checked_sub(8)?;
+    if &tail[end + 4..] != b"PAR1" {
+        return None;
+    }
+    let len = u32::from_le_bytes(tail[end..end + 4].try_into().ok()?) as usize;
+    tail.get(end.checked_sub(len)?..)
 }
