@@ -41,7 +41,7 @@ WORK="${ZSTDPOOL_MATRIX_DIR:-$ROOT/target/matrix}"
 FT_PREFIX="${ZSTDPOOL_FT_PREFIX:-$HOME/.cache/zstdpool/python3.14t}"
 export ARROW_TESTING_DATA="${ARROW_TESTING_DATA:-$(cd "$ROOT/.." && pwd)/shared/arrow-testing/data}"
 # Packages of the test extra that cannot be installed on the free-threaded interpreter.
-FT_EXCLUDE="polars duckdb zstandard backports.zstd"
+FT_EXCLUDE="polars duckdb zstandard backports.zstd pyiceberg"
 # What the README's tour imports besides zstdpool and pyarrow (polars is added but on 3.14t).
 # dask and distributed come from the wheel's `dask` extra, as the README installs them.
 TOUR_REQS=(pandas fsspec)

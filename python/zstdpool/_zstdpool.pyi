@@ -24,6 +24,7 @@ from typing import (
 )
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from typing_extensions import Buffer, CapsuleType, Self, Unpack, disjoint_base
 
 from zstdpool._stats import ReadStats, WriteStats
