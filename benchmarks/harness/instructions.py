@@ -22,7 +22,14 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 
 from benchmarks.harness import child_env
-from benchmarks.harness.runner import Profile, Workload, before_each, load_workloads, prepare
+from benchmarks.harness.runner import (
+    Profile,
+    Workload,
+    before_each,
+    load_workloads,
+    module_of,
+    prepare,
+)
 
 #: Calls of the shorter run; the longer makes twice as many.
 CALLS = 200
@@ -55,7 +62,7 @@ def _total(out_file: str) -> int:
     raise RuntimeError(f"{out_file} holds no callgrind totals")
 
 
-def _run(profile: str, workload: str, label: str, calls: int) -> int:
+def _run(profile: str, workload: str, label: str, calls: int, module: str | None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "callgrind.out")
         done = subprocess.run(
@@ -70,6 +77,7 @@ def _run(profile: str, workload: str, label: str, calls: int) -> int:
                 workload,
                 label,
                 str(calls),
+                module or "",
             ],
             capture_output=True,
             text=True,
@@ -87,10 +95,11 @@ def count(profile: Profile, workloads: list[Workload], calls: int = CALLS) -> li
     """Instructions per call of every contender of ``workloads``."""
     rows = []
     for w in workloads:
+        module = module_of(profile, w.name)
         for c in w.contenders:
             try:
-                once = _run(profile.name, w.name, c.label, calls)
-                twice = _run(profile.name, w.name, c.label, 2 * calls)
+                once = _run(profile.name, w.name, c.label, calls, module)
+                twice = _run(profile.name, w.name, c.label, 2 * calls, module)
             except RuntimeError as e:
                 rows.append(Counted(w.name, c.label, None, str(e)))
                 continue
@@ -118,12 +127,13 @@ def format_table(rows: list[Counted]) -> str:
     return "\n".join(out)
 
 
-def _child(profile_name: str, workload_name: str, label: str, calls: int) -> None:
+def _child(profile_name: str, workload_name: str, label: str, calls: int, module: str) -> None:
     """Sets the contender up, then makes ``calls`` calls: what callgrind counts."""
     from benchmarks.harness.runner import PROFILES
 
     profile = PROFILES[profile_name]
-    [workload] = [w for w in load_workloads(profile, [workload_name]) if w.name == workload_name]
+    loaded = load_workloads(profile, [workload_name], [module] if module else None)
+    [workload] = [w for w in loaded if w.name == workload_name]
     [contender] = [c for c in workload.contenders if c.label == label]
     with ExitStack() as stack:
         fn, _ = prepare(contender, stack)
@@ -134,4 +144,4 @@ def _child(profile_name: str, workload_name: str, label: str, calls: int) -> Non
 
 
 if __name__ == "__main__":
-    _child(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    _child(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5])

@@ -181,15 +181,28 @@ def register(workload: Workload) -> Workload:
     return workload
 
 
+def module_of(profile: Profile, name: str) -> str | None:
+    """The module whose source lists the workload ``name`` under ``profile`` (None for one
+    registered whole, or none)."""
+    for source in _SOURCES:
+        if any(w.name == name for w in source(profile)):
+            return source.__module__
+    return None
+
+
 def register_source(source: WorkloadSource) -> WorkloadSource:
     """Registers a function listing workloads for a profile (usable as a decorator)."""
     _SOURCES.append(source)
     return source
 
 
-def load_workloads(profile: Profile, filters: Sequence[str] = ()) -> list[Workload]:
-    """All registered workloads for ``profile`` that match ``filters``, in registration order."""
-    for module in WORKLOAD_MODULES:
+def load_workloads(
+    profile: Profile, filters: Sequence[str] = (), modules: Sequence[str] | None = None
+) -> list[Workload]:
+    """All registered workloads for ``profile`` that match ``filters``, in registration order
+    (those of ``modules`` alone, when given: a child process measuring one workload imports
+    only what it needs)."""
+    for module in WORKLOAD_MODULES if modules is None else modules:
         importlib.import_module(module)
     found: list[Workload] = [w for source in _SOURCES for w in source(profile)]
     found += _FIXED
