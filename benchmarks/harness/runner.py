@@ -45,6 +45,7 @@ WORKLOAD_MODULES: list[str] = [
     "benchmarks.harness.paths",
     "benchmarks.harness.dask",
     "benchmarks.harness.zstd_module",
+    "benchmarks.harness.engines",
 ]
 
 #: The timed thing: one call is one operation.
