@@ -17,7 +17,7 @@ use ::parquet::column::page::Page;
 
 use crate::error::{Error, Result};
 
-use super::steps::{levels_len, Levels, PageStep};
+use super::steps::{values_start, Levels, PageStep};
 
 /// The running measure of one string or binary column chunk.
 pub(crate) struct Expansion {
@@ -67,36 +67,15 @@ impl Expansion {
                 buf,
                 num_values,
                 encoding,
-                def_level_encoding,
-                rep_level_encoding,
                 ..
-            } => {
-                let mut at = 0usize;
-                for (max, level_encoding) in [
-                    (self.levels.max_rep, rep_level_encoding),
-                    (self.levels.max_def, def_level_encoding),
-                ] {
-                    if max > 0 {
-                        at = at.saturating_add(levels_len(
-                            buf.get(at..).unwrap_or_default(),
-                            *level_encoding,
-                            max,
-                            *num_values,
-                        ));
-                    }
-                }
-                (buf.get(at..).unwrap_or_default(), *encoding, *num_values)
             }
-            Page::DataPageV2 {
+            | Page::DataPageV2 {
                 buf,
                 num_values,
                 encoding,
-                def_levels_byte_len,
-                rep_levels_byte_len,
                 ..
             } => {
-                let at =
-                    (*def_levels_byte_len as usize).saturating_add(*rep_levels_byte_len as usize);
+                let at = values_start(page, self.levels);
                 (buf.get(at..).unwrap_or_default(), *encoding, *num_values)
             }
         };

@@ -25,7 +25,7 @@ use arrow_schema::{DataType, Schema, TimeUnit};
 use super::arrow_types::map_types;
 use super::body::{swap_body, Body};
 use super::steps::PageStep;
-use super::steps::{levels_len, Levels};
+use super::steps::{values_start, Levels};
 use crate::error::{Error, Result};
 
 /// The bytes of one INT96 value.
@@ -180,37 +180,19 @@ pub(crate) struct Int96Days {
 
 impl PageStep for Int96Days {
     fn apply(&mut self, page: Page) -> Result<Page> {
-        let start = match &page {
-            Page::DictionaryPage { .. } => 0,
-            Page::DataPage {
-                buf,
-                num_values,
-                encoding: Encoding::PLAIN,
-                def_level_encoding,
-                rep_level_encoding,
-                ..
-            } => {
-                let mut at = 0usize;
-                for (max, encoding) in [
-                    (self.levels.max_rep, rep_level_encoding),
-                    (self.levels.max_def, def_level_encoding),
-                ] {
-                    if max > 0 {
-                        let rest = buf.get(at..).unwrap_or_default();
-                        at = at.saturating_add(levels_len(rest, *encoding, max, *num_values));
-                    }
-                }
-                at
-            }
+        let plain = match &page {
+            Page::DictionaryPage { .. } => true,
+            Page::DataPage { encoding, .. } => *encoding == Encoding::PLAIN,
             Page::DataPageV2 {
-                encoding: Encoding::PLAIN,
-                is_compressed: false,
-                def_levels_byte_len,
-                rep_levels_byte_len,
+                encoding,
+                is_compressed,
                 ..
-            } => (*def_levels_byte_len as usize).saturating_add(*rep_levels_byte_len as usize),
-            _ => return Ok(page),
+            } => *encoding == Encoding::PLAIN && !is_compressed,
         };
+        if !plain {
+            return Ok(page);
+        }
+        let start = values_start(&page, self.levels);
         let buf = match &page {
             Page::DictionaryPage { buf, .. }
             | Page::DataPage { buf, .. }

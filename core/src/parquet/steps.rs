@@ -103,3 +103,36 @@ pub(crate) fn codec_name(c: &::parquet::basic::Compression) -> &'static str {
         C::LZ4_RAW => "LZ4_RAW",
     }
 }
+
+/// Where a page's values start in its body: after a v1 data page's levels (see
+/// [`levels_len`]), after a v2 page's level bytes; 0 for a dictionary page, all values. Past
+/// the body's end for levels longer than it (a hostile page the crate's decoder refuses).
+pub(crate) fn values_start(page: &Page, levels: Levels) -> usize {
+    match page {
+        Page::DictionaryPage { .. } => 0,
+        Page::DataPage {
+            buf,
+            num_values,
+            def_level_encoding,
+            rep_level_encoding,
+            ..
+        } => {
+            let mut at = 0usize;
+            for (max, encoding) in [
+                (levels.max_rep, rep_level_encoding),
+                (levels.max_def, def_level_encoding),
+            ] {
+                if max > 0 {
+                    let rest = buf.get(at..).unwrap_or_default();
+                    at = at.saturating_add(levels_len(rest, *encoding, max, *num_values));
+                }
+            }
+            at
+        }
+        Page::DataPageV2 {
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            ..
+        } => (*def_levels_byte_len as usize).saturating_add(*rep_levels_byte_len as usize),
+    }
+}
