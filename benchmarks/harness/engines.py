@@ -100,7 +100,7 @@ def append_workload(case: AppendCase) -> Workload:
             "sqlite, its data files written by zstdpool's Parquet model or pyiceberg's own."
         ),
         contenders=(
-            Contender("pyiceberg via zstdpool.iceberg", _append(case, True), check, requires=req),
+            Contender("zstdpool.iceberg (pyiceberg)", _append(case, True), check, requires=req),
             Contender("pyiceberg", _append(case, False), check, requires=req),
         ),
         nbytes=partitioned_table(case.rows, case.partitions).nbytes,
