@@ -235,7 +235,7 @@ def test_instruction_counts_are_differences_of_callgrind_totals(tmp_path: Path) 
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
 def test_instructions_of_a_small_call_are_counted(monkeypatch: pytest.MonkeyPatch) -> None:
     """One real count: a 1 KiB compress executes thousands of instructions, not millions
-    (the setup and interpreter start cancel out)."""
+    (the start and the setup are dumped apart from the loop)."""
     from benchmarks.harness import instructions, runner
 
     monkeypatch.setenv("ZSTDPOOL_BENCH_TINY", "1")
@@ -248,4 +248,4 @@ def test_instructions_of_a_small_call_are_counted(monkeypatch: pytest.MonkeyPatc
     first = dataclasses.replace(workload, contenders=workload.contenders[:1])
     [row] = instructions.count(profile, [first], calls=20)
     assert row.instructions is not None, row.note
-    assert 5_000 < row.instructions < 2_000_000, row.instructions
+    assert 5_000 < row.instructions < 200_000, row.instructions

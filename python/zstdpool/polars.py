@@ -206,18 +206,39 @@ def scan_dataset(
         left = n_rows
         if left is not None and left <= 0:
             return
-        for batch in dataset.to_batches(
-            columns=columns,
-            filter=pruning,
-            batch_size=batch_size,
-            readahead_bytes=readahead_bytes,
-        ):
-            frame = pl.from_arrow(batch)
+        # The files' batches are gathered into frames of about batch_size rows: a frame
+        # made, filtered and handed over per file cost more than the read itself.
+        target = batch_size or 65536
+        gathered: list[pa.RecordBatch] = []
+        rows = 0
+
+        def frame_of(batches: list[pa.RecordBatch]) -> pl.DataFrame:
+            import pyarrow as pa
+
+            frame = pl.from_arrow(pa.Table.from_batches(batches))
             assert isinstance(frame, pl.DataFrame)
             if predicate is not None:
                 frame = frame.filter(predicate)
             if with_columns is not None:
                 frame = frame.select(with_columns)
+            return frame
+
+        def stream() -> Iterator[pl.DataFrame]:
+            nonlocal rows
+            for batch in dataset.to_batches(
+                columns=columns, filter=pruning, readahead_bytes=readahead_bytes
+            ):
+                gathered.append(batch)
+                rows += batch.num_rows
+                # A limit asks for rows soon: the first frames are handed over as they come.
+                if rows >= target or (left is not None and rows >= left):
+                    yield frame_of(gathered)
+                    gathered.clear()
+                    rows = 0
+            if gathered:
+                yield frame_of(gathered)
+
+        for frame in stream():
             if left is not None:
                 frame = frame.head(left)
                 left -= frame.height

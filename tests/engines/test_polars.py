@@ -83,7 +83,7 @@ def test_translation_keeps_at_least_what_polars_keeps(hive: Path) -> None:
     assert zpl.translate((pl.col("id") > 5) | (pl.col("id") % 2 == 0), schema) is None
 
 
-def test_projection_predicate_and_batch_size_reach_the_reader(
+def test_projection_and_predicate_reach_the_reader(
     hive: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[dict[str, Any]] = []
@@ -99,7 +99,6 @@ def test_projection_predicate_and_batch_size_reach_the_reader(
     [call] = seen
     assert call["columns"] == ["id", "k"]
     assert str(call["filter"]) == "(k == 3)"
-    assert isinstance(call["batch_size"], int) and call["batch_size"] > 0
 
 
 def test_write_dataset_streams_a_lazyframe(tmp_path: Path) -> None:

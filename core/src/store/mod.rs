@@ -588,20 +588,27 @@ impl Arrival {
             more: std::sync::Condvar::new(),
             task: Default::default(),
         });
-        let into = arrival.clone();
+        // The task holds the arrival weakly: when the read that asked for it lets it go, the
+        // arrival is dropped, which aborts the GET rather than fetching what nobody reads.
+        let into = Arc::downgrade(&arrival);
         let store = store.clone();
         let path = path.to_string();
         let task = runtime::runtime()?.spawn(async move {
             let fetched = async {
                 let mut stream = store.0.store.get(&k).await?.into_stream();
                 while let Some(chunk) = stream.next().await {
-                    into.push(chunk?);
+                    let chunk = chunk?;
+                    match into.upgrade() {
+                        Some(arrival) => arrival.push(chunk),
+                        None => return Ok(()),
+                    }
                 }
                 Ok::<_, object_store::Error>(())
             }
             .await;
-            let ended = fetched.map_err(|e| store.error("read", &path, e).to_string());
-            into.end(ended);
+            if let Some(arrival) = into.upgrade() {
+                arrival.end(fetched.map_err(|e| store.error("read", &path, e).to_string()));
+            }
         });
         *arrival.task.lock().unwrap_or_else(|p| p.into_inner()) = Some(task);
         Ok(arrival)
