@@ -60,7 +60,6 @@ QUICK_SKIP=(
     --ignore=tests/test_allocation_failures.py # every reader under a sweep of RLIMIT_AS
     --ignore=tests/dask/test_cluster.py       # two-host LocalClusters
     --ignore=tests/dask/test_mixed.py         # a cluster with a worker lacking the preload
-    --ignore=tests/dataset/test_pyarrow_suite.py # pyarrow's own test_dataset.py, 350 tests
     -n 2                                      # and on two workers (pytest-xdist)
 )
 
