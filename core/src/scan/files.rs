@@ -22,7 +22,7 @@ use crate::parquet::{ParquetFile, ParquetSource};
 const BATCH_ROWS: usize = 1 << 16;
 
 /// Files up to this size are read whole, in one call, before their footer is parsed.
-const SMALL_FILE: u64 = 1 << 20;
+pub(super) const SMALL_FILE: u64 = 1 << 20;
 
 impl Dataset {
     pub(super) fn file_schema(&self, path: &Path, size: u64) -> Result<SchemaRef> {

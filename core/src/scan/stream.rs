@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
-use super::files::OpenedFile;
+use super::files::{OpenedFile, SMALL_FILE};
 use super::plan::Plan;
 use super::predicate::Outcomes;
 use super::scanner::{Dataset, ScanOptions};
@@ -123,9 +123,14 @@ impl ScanStream {
         if self.files.is_empty() {
             return Ok(false);
         }
-        let n = self
-            .threads
-            .unwrap_or_else(available_threads)
+        // Files are opened a group at a time on the read's threads: a group of one file a
+        // thread started the threads for every two files, which cost more than opening a small
+        // file. A group holds at most readahead's worth of small files read whole (each at most
+        // SMALL_FILE), and sixteen a thread.
+        let threads = self.threads.unwrap_or_else(available_threads).max(1);
+        let by_readahead = (self.readahead as u64 / SMALL_FILE).max(1) as usize;
+        let n = by_readahead
+            .clamp(threads, threads.saturating_mul(16))
             .clamp(1, self.files.len());
         let next: Vec<(usize, Outcomes)> = self.files.drain(..n).collect();
         let opened = self.dataset.open_files(&next, self.threads)?;
