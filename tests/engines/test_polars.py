@@ -111,6 +111,9 @@ def test_write_dataset_streams_a_lazyframe(tmp_path: Path) -> None:
     assert len(written) == 4
     back = zpl.scan_dataset(tmp_path / "out").collect()
     same(back.select("id", "s", "k"), lf.collect().select("id", "s", "k"))
+    # Read back by polars' own reader too.
+    theirs = pl.scan_parquet(tmp_path / "out" / "**/*.parquet", hive_partitioning=True)
+    same(theirs.collect().select("id", "s", "k"), lf.collect().select("id", "s", "k"))
     written = zpl.write_dataset(lf.collect(), tmp_path / "frame")
     assert zd.dataset(tmp_path / "frame").count_rows() == 1000
     with pytest.raises(TypeError, match="LazyFrame or DataFrame"):
