@@ -50,9 +50,16 @@ def test_bench_command_tiny(
     assert {"platform", "cpu_count", "python"} <= report["machine"].keys()
     for workload in report["workloads"]:
         first = workload["contenders"][0]
-        assert first["label"].startswith("zstdpool") and first["status"] == "ok"
-        assert first["ratio"] == 1.0 and len(first["per_call_ns"]) == workload["rounds"]
+        assert first["label"].startswith("zstdpool"), workload
         assert all(c["status"] != "failed" for c in workload["contenders"]), workload
+        if first["status"] == "skipped":
+            # An engine that is not installed here (pyiceberg and polars on the free-threaded
+            # build): its workloads say so, and nothing of them is timed.
+            assert workload["group"] == "engines" and "not installed" in first["note"], workload
+            assert all(c["status"] == "skipped" for c in workload["contenders"]), workload
+            continue
+        assert first["status"] == "ok", workload
+        assert first["ratio"] == 1.0 and len(first["per_call_ns"]) == workload["rounds"]
 
 
 def test_bench_command_usage(capsys: pytest.CaptureFixture[str]) -> None:

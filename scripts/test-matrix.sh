@@ -41,7 +41,7 @@ WORK="${ZSTDPOOL_MATRIX_DIR:-$ROOT/target/matrix}"
 FT_PREFIX="${ZSTDPOOL_FT_PREFIX:-$HOME/.cache/zstdpool/python3.14t}"
 export ARROW_TESTING_DATA="${ARROW_TESTING_DATA:-$(cd "$ROOT/.." && pwd)/shared/arrow-testing/data}"
 # Packages of the test extra that cannot be installed on the free-threaded interpreter.
-FT_EXCLUDE="polars duckdb zstandard backports.zstd pyiceberg"
+FT_EXCLUDE="polars duckdb zstandard backports.zstd pyiceberg ray"
 # What the README's tour imports besides zstdpool and pyarrow (polars is added but on 3.14t).
 # dask and distributed come from the wheel's `dask` extra, as the README installs them.
 TOUR_REQS=(pandas fsspec)
@@ -83,12 +83,14 @@ done
 # shellcheck source=scripts/pythons.sh
 source "$ROOT/scripts/pythons.sh"
 
-# The wheel for a version: cp310-cp310, ..., cp314-cp314t.
+# The wheel for a version: cp310-cp310, cp311-abi3 (the stable-ABI wheel, for 3.11 and
+# later) or cp314-cp314t.
 wheel_for() {
     local v="$1" tag
     case "$v" in
         *t) tag="cp${v%t}"; tag="${tag/./}-${tag/./}t" ;;
-        *) tag="cp${v/./}-cp${v/./}" ;;
+        3.10) tag="cp310-cp310" ;;
+        *) tag="cp311-abi3" ;;
     esac
     ls -t "$DIST"/zstdpool-*-"$tag"-*.whl 2>/dev/null | head -1
 }
@@ -226,7 +228,9 @@ EOF
     # --- the run -----------------------------------------------------------------------
     t=$SECONDS
     rc=0
-    selection=()
+    # The whole suite runs on two workers too: on 3.14t that is free-threaded code in two
+    # processes, each with the GIL off.
+    selection=(-n 2)
     if [[ " $FULL_VERSIONS " != *" $v "* ]]; then
         selection=("${QUICK_SKIP[@]}")
         log "$v: the suite without its slowest parts (QUICK_SKIP)"

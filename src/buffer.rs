@@ -1,10 +1,10 @@
 //! Byte views of Python objects with the buffer protocol, read without copying, and new
 //! bytes objects filled in place.
 
-use std::ffi::CStr;
-
 use pyo3::buffer::PyUntypedBuffer;
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyType};
 
 use zstdpool_core::memory::huge_pages::advise_huge_pages;
@@ -127,12 +127,68 @@ pub fn is_heap_type(ty: &Bound<'_, PyType>) -> bool {
     unsafe { pyo3::ffi::PyType_GetFlags(ty.as_type_ptr()) & pyo3::ffi::Py_TPFLAGS_HEAPTYPE != 0 }
 }
 
-/// Whether `obj`'s type is exactly the static type named `name` ("module.Type"). Heap types
-/// never match, whatever name they were given.
-pub fn is_exact_type(obj: &Bound<'_, PyAny>, name: &CStr) -> bool {
-    let ty = obj.get_type();
-    // SAFETY: tp_name of a live type object is a NUL-terminated string, read with the GIL.
-    !is_heap_type(&ty) && unsafe { CStr::from_ptr((*ty.as_type_ptr()).tp_name) } == name
+/// pyarrow's classes that zstdpool recognizes by exact type (not subclasses, whose methods
+/// may do anything).
+#[derive(Clone, Copy)]
+pub enum PyarrowClass {
+    Schema,
+    Table,
+    RecordBatch,
+    RecordBatchReader,
+}
+
+impl PyarrowClass {
+    const ALL: [PyarrowClass; 4] = [
+        PyarrowClass::Schema,
+        PyarrowClass::Table,
+        PyarrowClass::RecordBatch,
+        PyarrowClass::RecordBatchReader,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            PyarrowClass::Schema => "Schema",
+            PyarrowClass::Table => "Table",
+            PyarrowClass::RecordBatch => "RecordBatch",
+            PyarrowClass::RecordBatchReader => "RecordBatchReader",
+        }
+    }
+}
+
+/// The classes of `pyarrow.lib`, fetched once that module is imported. Until then no object
+/// can be one of them, and nothing is imported to find out: the codec API never loads pyarrow.
+/// A comparison of type pointers is what the stable ABI allows (it hides `tp_name`), and is
+/// cheaper than comparing names.
+static PYARROW_CLASSES: PyOnceLock<[Py<PyType>; 4]> = PyOnceLock::new();
+
+fn pyarrow_classes(py: Python<'_>) -> Option<&[Py<PyType>; 4]> {
+    if let Some(classes) = PYARROW_CLASSES.get(py) {
+        return Some(classes);
+    }
+    let modules = py
+        .import(intern!(py, "sys"))
+        .ok()?
+        .getattr(intern!(py, "modules"))
+        .ok()?;
+    let lib = modules.get_item(intern!(py, "pyarrow.lib")).ok()?;
+    let mut classes = Vec::with_capacity(PyarrowClass::ALL.len());
+    for class in PyarrowClass::ALL {
+        classes.push(
+            lib.getattr(class.name())
+                .ok()?
+                .cast_into::<PyType>()
+                .ok()?
+                .unbind(),
+        );
+    }
+    let classes: [Py<PyType>; 4] = classes.try_into().ok()?;
+    Some(PYARROW_CLASSES.get_or_init(py, || classes))
+}
+
+/// Whether `obj` is exactly pyarrow's `class` (not a subclass, nor another type of that name).
+pub fn is_pyarrow_class(obj: &Bound<'_, PyAny>, class: PyarrowClass) -> bool {
+    pyarrow_classes(obj.py())
+        .is_some_and(|classes| obj.get_type().as_ptr() == classes[class as usize].as_ptr())
 }
 
 /// A new bytes object of `len` bytes that `fill` writes in full before anyone sees it: no

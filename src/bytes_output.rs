@@ -2,7 +2,9 @@
 //!
 //! In the bytes object that is returned ([`MemoryOutput`] is `BytesOutput`), so the output
 //! never exists twice: grown with CPython's `_PyBytes_Resize`, which pyo3-ffi does not export
-//! and which is named here from libpython's symbols (zstdpool builds for Linux only).
+//! and which is named here, resolved from the interpreter when the extension loads. It is
+//! outside the limited API, yet exported with the same meaning by every CPython the wheels
+//! serve, the stable-ABI wheel's 3.11 and later included (each is tested on it).
 
 pub use in_place::BytesOutput as MemoryOutput;
 
@@ -12,7 +14,7 @@ mod in_place {
     use pyo3::prelude::*;
     use pyo3::types::PyBytes;
 
-    use pyo3::ffi::PyBytes_AS_STRING;
+    use pyo3::ffi::PyBytes_AsString;
     use zstdpool_core::memory::huge_pages::advise_huge_pages_growable;
     use zstdpool_core::output::Output;
 
@@ -36,6 +38,9 @@ mod in_place {
         /// CPython returns for size 0 (which `_PyBytes_Resize` replaces with a new object rather
         /// than resizing). Null after a failed resize freed it.
         obj: *mut pyo3::ffi::PyObject,
+        /// The object's data, read when it is made or moved (with the GIL held), so that
+        /// writers without the GIL never call into CPython for it. Dangling while `obj` is null.
+        data: *mut u8,
         len: usize,
         cap: usize,
         /// Where the object was when last considered for the huge-page hint: a growth that
@@ -59,10 +64,12 @@ mod in_place {
             }
             let mut out = BytesOutput {
                 obj,
+                data: std::ptr::null_mut(),
                 len: 0,
                 cap: capacity,
                 advised: std::ptr::null_mut(),
             };
+            out.data_moved();
             out.advise();
             Ok(out)
         }
@@ -80,13 +87,25 @@ mod in_place {
             let rc = unsafe { _PyBytes_Resize(&mut self.obj, size) };
             if rc != 0 {
                 self.obj = std::ptr::null_mut();
+                self.data_moved();
                 (self.len, self.cap) = (0, 0);
                 return Err(PyErr::fetch(py));
             }
+            self.data_moved();
             self.cap = new_cap;
             self.len = self.len.min(new_cap);
             self.advise();
             Ok(())
+        }
+
+        /// Reads where the object's data now is (with the GIL held: after making or resizing it).
+        fn data_moved(&mut self) {
+            self.data = if self.obj.is_null() {
+                std::ptr::NonNull::dangling().as_ptr()
+            } else {
+                // SAFETY: a live bytes object (PyBytes_AsString cannot fail on one).
+                unsafe { PyBytes_AsString(self.obj).cast::<u8>() }
+            };
         }
 
         /// Asks for huge pages on a large output once it sits somewhere new. An output that
@@ -96,8 +115,8 @@ mod in_place {
         /// design choices").
         fn advise(&mut self) {
             if self.obj != self.advised && self.cap >= zstdpool_core::memory::huge_pages::MIN_LEN {
-                // SAFETY: a live bytes object whose data is `cap` bytes plus a terminating NUL.
-                let data_end = unsafe { PyBytes_AS_STRING(self.obj) as usize } + self.cap + 1;
+                // The object's data is `cap` bytes plus a terminating NUL.
+                let data_end = self.data as usize + self.cap + 1;
                 advise_huge_pages_growable(self.obj.cast::<u8>(), data_end - self.obj as usize);
                 self.advised = self.obj;
             }
@@ -140,11 +159,7 @@ mod in_place {
         }
 
         fn as_ptr(&self) -> *const u8 {
-            if self.obj.is_null() {
-                return std::ptr::NonNull::dangling().as_ptr();
-            }
-            // SAFETY: a live bytes object; its data pointer is valid for `cap` bytes.
-            unsafe { PyBytes_AS_STRING(self.obj).cast::<u8>() }
+            self.data
         }
 
         fn as_mut_ptr(&mut self) -> *mut u8 {

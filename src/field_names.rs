@@ -4,7 +4,6 @@
 //! objects still hold the whole names, and they are read back from them here. Readers hand
 //! such columns to pyarrow under placeholder names and rename them there.
 
-use std::ffi::CStr;
 use std::sync::Arc;
 
 use arrow_schema::{DataType, FieldRef, Schema, SchemaRef};
@@ -13,25 +12,25 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
 use zstdpool_core::batch_schema::children;
 
-use crate::buffer::is_exact_type;
+use crate::buffer::{is_pyarrow_class, PyarrowClass};
 use crate::errors;
 
 /// pyarrow's objects that hold a schema.
-const HOLDERS: [&CStr; 3] = [
-    c"pyarrow.lib.Table",
-    c"pyarrow.lib.RecordBatch",
-    c"pyarrow.lib.RecordBatchReader",
+const HOLDERS: [PyarrowClass; 3] = [
+    PyarrowClass::Table,
+    PyarrowClass::RecordBatch,
+    PyarrowClass::RecordBatchReader,
 ];
 
 /// Whether `data` is one of pyarrow's own objects whose names can be read back. Other
 /// producers' names cannot: what they export is all there is.
 pub fn is_pyarrow(data: &Bound<'_, PyAny>) -> bool {
-    HOLDERS.iter().any(|h| is_exact_type(data, h))
+    HOLDERS.iter().any(|&h| is_pyarrow_class(data, h))
 }
 
 /// The pyarrow Schema behind `data`, when `data` is one of pyarrow's own objects.
 fn pyarrow_schema<'py>(data: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if is_exact_type(data, c"pyarrow.lib.Schema") {
+    if is_pyarrow_class(data, PyarrowClass::Schema) {
         return Ok(Some(data.clone()));
     }
     if is_pyarrow(data) {

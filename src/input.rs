@@ -14,7 +14,7 @@ use crate::errors::IntoPyErr as _;
 use pyo3::types::{PyCapsule, PyString};
 use pyo3_arrow::{PyRecordBatch, PySchema};
 
-use crate::buffer::{is_exact_type, is_heap_type, type_name};
+use crate::buffer::{is_heap_type, is_pyarrow_class, type_name, PyarrowClass};
 use crate::errors;
 use crate::field_names;
 use zstdpool_core::error::Error;
@@ -255,7 +255,7 @@ impl Failure {
 static LAST_SCHEMA: Mutex<Option<(Py<PyAny>, SchemaRef)>> = Mutex::new(None);
 
 pub fn schema_of(schema: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
-    let cacheable = is_exact_type(schema, c"pyarrow.lib.Schema");
+    let cacheable = is_pyarrow_class(schema, PyarrowClass::Schema);
     if cacheable {
         let last = LAST_SCHEMA.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((obj, imported)) = last.as_ref() {

@@ -61,6 +61,8 @@ __all__ = ["ParquetModel", "ParquetWriter", "install", "installed", "uninstall"]
 class ParquetWriter(FileFormatWriter):
     """One Iceberg data file, written by zstdpool's ``ParquetWriter`` (see the module)."""
 
+    _result: DataFileStatistics | None
+
     def __init__(self, output_file: OutputFile, file_schema: Schema, properties: Properties):
         self._output_file = output_file
         self._file_schema = file_schema
