@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Build the sdist and release wheels of zstdpool, one per CPython version, into dist/, and
-# check each wheel with `auditwheel show`.
+# Build the sdist and release wheels of zstdpool into dist/, and check each wheel with
+# `auditwheel show`. What ships: cp310, one stable-ABI wheel (abi3) for CPython 3.11 and later,
+# and cp314t (free-threading has no stable ABI).
 #
 # Usage: scripts/build-wheels.sh [--freethreaded] [--no-sdist] [PYTHON...]
-#   PYTHON          a version (3.10, 3.14t) or an interpreter's path; default: 3.10 3.11 3.12
-#                   3.13 from pyenv (~/.pyenv/versions/3.X.*). 3.14t is the free-threaded
-#                   interpreter that scripts/build-freethreaded-python.sh installs.
+#   PYTHON          a version (3.10, 3.12, 3.14t), `abi3` (the stable-ABI wheel, built with
+#                   3.11) or an interpreter's path; default: 3.10 abi3, from pyenv
+#                   (~/.pyenv/versions/3.X.*). 3.14t is the free-threaded interpreter that
+#                   scripts/build-freethreaded-python.sh installs.
 #   --freethreaded  add 3.14t to the default list
 #   --no-sdist      wheels only
 # Environment:
 #   ZSTDPOOL_DIST         output directory (default: dist)
 #   CARGO_TARGET_DIR      default: target/wheels, so that these builds never wait for the
 #                         lock of, or invalidate, the development builds in target/
+#   ZSTDPOOL_TARGET       a Rust target to cross-build for (aarch64-unknown-linux-gnu; default:
+#                         this machine's), with zig and no native fallback; the target is
+#                         added with rustup if missing
 #   ZSTDPOOL_ZIG          auto (default): `maturin --zig --compatibility manylinux_2_28`, and
 #                         the native tag for this and every later wheel if zig fails;
 #                         yes: zig or fail; no: native only
@@ -31,10 +36,6 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$ROOT"
 
-# Pinned: a new maturin or zig release changes what is built; change them on purpose.
-MATURIN_VERSION="1.16.0"
-ZIGLANG_VERSION="0.17.1"
-AUDITWHEEL_VERSION="6.8.2"
 MANYLINUX="manylinux_2_28"
 
 DIST="${ZSTDPOOL_DIST:-dist}"
@@ -42,9 +43,15 @@ mkdir -p "$DIST"
 DIST="$(cd "$DIST" && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/wheels}"
 ZIG_MODE="${ZSTDPOOL_ZIG:-auto}"
+TARGET="${ZSTDPOOL_TARGET:-}"
+target_args=()
+if [ -n "$TARGET" ]; then
+    target_args=(--target "$TARGET")
+    ZIG_MODE=yes
+    rustup target list --installed | grep -qx "$TARGET" || rustup target add "$TARGET" >&2
+fi
 NICE="${ZSTDPOOL_NICE:-15}"
 FT_PREFIX="${ZSTDPOOL_FT_PREFIX:-$HOME/.cache/zstdpool/python3.14t}"
-TOOLS="${ZSTDPOOL_TOOLS_VENV:-$HOME/.cache/zstdpool/wheel-tools-m$MATURIN_VERSION-z$ZIGLANG_VERSION-a$AUDITWHEEL_VERSION}"
 
 log() { printf '[build-wheels] %s\n' "$*" >&2; }
 
@@ -59,30 +66,23 @@ for arg in "$@"; do
         *) versions+=("$arg") ;;
     esac
 done
-[ ${#versions[@]} -gt 0 ] || versions=(3.10 3.11 3.12 3.13)
+[ ${#versions[@]} -gt 0 ] || versions=(3.10 abi3)
 [ -z "${ft:-}" ] || versions+=(3.14t)
 
 # shellcheck source=scripts/pythons.sh
 source "$ROOT/scripts/pythons.sh"
 
 # --- tools ---------------------------------------------------------------------------------
-if [ ! -x "$TOOLS/bin/maturin" ] || [ ! -x "$TOOLS/bin/auditwheel" ] \
-        || ! "$TOOLS/bin/python" -c 'import ziglang' 2>/dev/null; then
-    base="$(interpreter 3.11 || command -v python3)"
-    log "installing maturin $MATURIN_VERSION, ziglang $ZIGLANG_VERSION and auditwheel $AUDITWHEEL_VERSION into $TOOLS"
-    "$base" -m venv --clear "$TOOLS"
-    "$TOOLS/bin/pip" install -q "maturin==$MATURIN_VERSION" "ziglang==$ZIGLANG_VERSION" \
-        "auditwheel==$AUDITWHEEL_VERSION"
-fi
+# shellcheck source=scripts/wheel-tools.sh
+source "$ROOT/scripts/wheel-tools.sh"
+wheel_tools
 MATURIN="$TOOLS/bin/maturin"
 AUDITWHEEL="$TOOLS/bin/auditwheel"
-# maturin finds zig through the ziglang module of the Python it runs under.
-export PATH="$TOOLS/bin:$PATH"
 
 # --- checks --------------------------------------------------------------------------------
 # Shared libraries a manylinux wheel may link against (the policy's list that a Rust
 # extension can need). zstd must not be one of them: it is linked statically.
-ALLOWED_NEEDED="libc.so.6 libm.so.6 libgcc_s.so.1 libpthread.so.0 libdl.so.2 librt.so.1 ld-linux-x86-64.so.2"
+ALLOWED_NEEDED="libc.so.6 libm.so.6 libgcc_s.so.1 libpthread.so.0 libdl.so.2 librt.so.1 ld-linux-x86-64.so.2 ld-linux-aarch64.so.1"
 
 check_wheel() {
     local whl="$1" out tag claimed lib so tmp
@@ -107,7 +107,9 @@ check_wheel() {
         log "FAIL $whl: the file name carries no manylinux tag"
         return 1
     fi
-    if [ "$(printf '%s\n%s\n' "${tag%_x86_64}" "$claimed" | sort -V | tail -1)" != "$claimed" ]; then
+    local policy="${tag%_x86_64}"
+    policy="${policy%_aarch64}"
+    if [ "$(printf '%s\n%s\n' "$policy" "$claimed" | sort -V | tail -1)" != "$claimed" ]; then
         log "FAIL $whl: claims $claimed but auditwheel says $tag"
         return 1
     fi
@@ -152,7 +154,14 @@ if [ "$sdist" = 1 ]; then
 fi
 
 for v in "${versions[@]}"; do
-    if ! py="$(interpreter "$v")"; then
+    features=()
+    if [ "$v" = abi3 ]; then
+        features=(--features abi3)
+        py="$(interpreter 3.11)" || py=""
+    else
+        py="$(interpreter "$v")" || py=""
+    fi
+    if [ -z "$py" ]; then
         log "FAIL no interpreter for $v"
         summary+=("$(printf '%-58s %-7s %-24s %4s' "($v)" - "no interpreter" -)")
         status=1
@@ -163,9 +172,10 @@ for v in "${versions[@]}"; do
     buildlog="$(mktemp)"
     mode=""
     if [ "$ZIG_MODE" != no ]; then
-        log "$v: maturin build --release --zig --compatibility $MANYLINUX ($py)"
+        log "$v: maturin build --release ${target_args[*]} --zig --compatibility $MANYLINUX ($py)"
         if nice -n "$NICE" "$MATURIN" build --release --interpreter "$py" --out "$DIST" \
-                --zig --compatibility "$MANYLINUX" 2>&1 | tee "$buildlog" >&2; then
+                "${features[@]}" "${target_args[@]}" --zig --compatibility "$MANYLINUX" 2>&1 \
+                | tee "$buildlog" >&2; then
             mode="zig"
         elif [ "$ZIG_MODE" = yes ]; then
             log "FAIL $v: the zig build failed"
@@ -180,8 +190,8 @@ for v in "${versions[@]}"; do
     fi
     if [ -z "$mode" ]; then
         log "$v: maturin build --release ($py), native toolchain"
-        if nice -n "$NICE" "$MATURIN" build --release --interpreter "$py" --out "$DIST" 2>&1 \
-                | tee "$buildlog" >&2; then
+        if nice -n "$NICE" "$MATURIN" build --release --interpreter "$py" --out "$DIST" \
+                "${features[@]}" 2>&1 | tee "$buildlog" >&2; then
             mode="native"
         else
             log "FAIL $v: the build failed"

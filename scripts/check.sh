@@ -13,7 +13,9 @@
 #   pytest       the whole suite (tests/ and benchmarks/, each benchmark once) on two workers
 #                (pytest-xdist), which runs ruff, mypy --strict, stubtest and rustfmt over the
 #                tree too (tests/test_style.py, tests/test_stubs.py)
-#   cargo-test   cargo test --workspace --profile quick-test, beside pytest
+#   cargo-test   cargo test --workspace --profile quick-test, beside pytest; then the core's
+#                path-safety, dataset and memory tests with its `portable` feature (the
+#                fallbacks other Unix systems run)
 #   clippy       its lints with -D warnings, checked by the build steps as they compile the
 #                workspace's crates (see "clippy" below), which covers what `cargo clippy
 #                --workspace --all-targets -- -D warnings` covers
@@ -151,8 +153,16 @@ fi
 # --- pytest, beside the core's tests ---------------------------------------------------------------
 tc=$SECONDS
 log "cargo-test (log: $LOGS/cargo-test.log), beside pytest"
-cargo test --workspace --profile quick-test --features alloc-stats --locked -- --test-threads=1 \
-    >"$LOGS/cargo-test.log" 2>&1 &
+# Then the path-safety, dataset and memory tests again with the core's `portable` feature:
+# the fallbacks that macOS runs (a tree removed by a walk beneath descriptors, no huge-page
+# hint), forced on here so that they are tested.
+{
+    cargo test --workspace --profile quick-test --features alloc-stats --locked -- \
+        --test-threads=1 \
+    && echo "== the core with --features portable" \
+    && cargo test -p zstdpool-core --profile quick-test --features alloc-stats,portable --locked \
+        --lib -- --test-threads=1 path_sink dataset memory scan
+} >"$LOGS/cargo-test.log" 2>&1 &
 cargo_pid=$!
 if [ "$installed" = 1 ]; then
     # Two workers (pytest-xdist): the suite is mostly Python and subprocesses, one core each.
@@ -166,7 +176,7 @@ fi
 cargo_rc=0
 wait "$cargo_pid" || cargo_rc=$?
 finish cargo-test "$tc" "$cargo_rc"
-grep -E '^test result:' "$LOGS/cargo-test.log" | tail -3 >&2 || true
+grep -E '^test result:' "$LOGS/cargo-test.log" | tail -4 >&2 || true
 
 echo "== check steps (logs: $LOGS)"
 printf '%s\n' "${times[@]}"

@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# The release matrix: release wheels (fat LTO) for CPython 3.10-3.13 and free-threaded 3.14t,
-# and the sdist, each wheel tested in a fresh venv as soon as it is built, while the next one
-# builds (a release build's last step, fat LTO, runs on one core). The test command
+# The release matrix: release wheels (fat LTO) for CPython 3.10, 3.11 and later (one wheel on
+# the stable ABI) and free-threaded 3.14t, and the sdist, each wheel tested in a fresh venv as
+# soon as it is built, while the next one builds (a release build's last step, fat LTO, runs on
+# one core). The stable-ABI wheel is tested on 3.11, 3.12 and 3.13. The test command
 # (scripts/check.sh) has already run the whole suite on a development build; here each wheel
 # is tested as it ships:
 #   3.14t      the whole suite, with the GIL off from `import zstdpool` to the end
 #   3.10-3.13  the suite but its slowest parts (scripts/test-matrix.sh says which)
 #   every one  the README's tour, in a fresh venv with only what the tour imports
+# Then the other platforms: the aarch64 wheel, cross-built and tested under emulation in an
+# arm64 Debian root, and clippy of the core and the bindings for macOS.
 #
 # Usage: scripts/matrix.sh
 #   ZSTDPOOL_CI_DIR   logs, wheels and venvs (default: target/ci; emptied first)
@@ -15,8 +18,12 @@
 #                     ZSTDPOOL_FT_PID; without them the interpreter is built (or found) here
 # Steps and their logs (in $ZSTDPOOL_CI_DIR/logs):
 #   ft-python         scripts/build-freethreaded-python.sh (cached after its first run)
-#   wheels            scripts/build-wheels.sh 3.14t 3.10 3.11 3.12 3.13, into $ZSTDPOOL_CI_DIR/dist
+#   wheels            scripts/build-wheels.sh 3.14t abi3 3.10, into $ZSTDPOOL_CI_DIR/dist
 #   test-<version>    scripts/test-matrix.sh <version>, started when that wheel is done
+#   wheel-aarch64     scripts/build-wheels.sh abi3 with ZSTDPOOL_TARGET=aarch64-unknown-linux-gnu,
+#                     after the x86_64 wheels, into $ZSTDPOOL_CI_DIR/dist-aarch64
+#   test-aarch64      scripts/test-aarch64.sh, once that wheel and the x86_64 tests are done
+#   check-macos       scripts/check-macos.sh, after the aarch64 wheel
 # Prints each step's time and the matrix's table; exits non-zero if any step failed.
 set -uo pipefail
 
@@ -30,8 +37,10 @@ export ZSTDPOOL_DIST="$CI/dist"
 export ZSTDPOOL_MATRIX_DIR="$CI/matrix"
 export ZSTDPOOL_MATRIX_SUMMARY="$CI/matrix.tsv"
 export ZSTDPOOL_WHEEL_DONE_DIR="$CI/wheels-done"
-# 3.14t first: its whole-suite run is the longest, and overlaps the other wheels' builds.
-VERSIONS=(3.14t 3.10 3.11 3.12 3.13)
+# 3.14t first: its whole-suite run is the longest, and overlaps the other wheels' builds. Then
+# the stable-ABI wheel, which three versions test.
+WHEELS=(3.14t abi3 3.10)
+VERSIONS=(3.14t 3.11 3.12 3.13 3.10)
 start=$SECONDS
 failed=()
 times=()
@@ -59,24 +68,62 @@ else
     took ft-python $((SECONDS - t)) FAILED
     failed+=(ft-python)
     tail -30 "$LOGS/ft-python.log" >&2
-    VERSIONS=(3.10 3.11 3.12 3.13)
+    WHEELS=(abi3 3.10)
+    VERSIONS=(3.11 3.12 3.13 3.10)
 fi
 
+# The wheel a version is tested with.
+wheel_of() {
+    case "$1" in
+        3.10|*t) echo "$1" ;;
+        *) echo abi3 ;;
+    esac
+}
+
 # --- 2. the wheels, one after another, in the background -------------------------------------
-log "building the sdist and wheels (log: $LOGS/wheels.log)"
+log "building the sdist and wheels (log: $LOGS/wheels.log), then the aarch64 wheel and the macOS check"
 tw=$SECONDS
-scripts/build-wheels.sh "${VERSIONS[@]}" >"$LOGS/wheels.log" 2>&1 &
+# One build at a time (two cores): the x86_64 wheels, the aarch64 wheel, the macOS check.
+# Each writes its exit status and time to a file of its own when it ends.
+ARM_DONE="$CI/wheels-done-aarch64"
+{
+    run_stage() {
+        local name="$1" t0=$SECONDS rc=0
+        shift
+        "$@" >"$LOGS/$name.log" 2>&1 || rc=$?
+        echo "$rc $((SECONDS - t0))" >"$CI/$name.status"
+    }
+    run_stage wheels scripts/build-wheels.sh "${WHEELS[@]}"
+    run_stage wheel-aarch64 env ZSTDPOOL_TARGET=aarch64-unknown-linux-gnu \
+        ZSTDPOOL_DIST="$CI/dist-aarch64" ZSTDPOOL_WHEEL_DONE_DIR="$ARM_DONE" \
+        scripts/build-wheels.sh --no-sdist abi3
+    run_stage check-macos scripts/check-macos.sh
+} &
 wheels_pid=$!
+# Whether the background stage $1 has ended (its status file is written), and its line.
+stage_done() { [ -f "$CI/$1.status" ]; }
+stage_took() {
+    local rc secs
+    read -r rc secs <"$CI/$1.status"
+    if [ "$rc" = 0 ]; then
+        took "$1" "$secs" "ok (overlaps the tests)"
+    else
+        took "$1" "$secs" "FAILED (exit $rc)"
+        failed+=("$1")
+        tail -30 "$LOGS/$1.log" >&2
+    fi
+}
 
 # --- 3. each wheel's tests as soon as it is done -----------------------------------------------
 for v in "${VERSIONS[@]}"; do
-    while [ ! -f "$ZSTDPOOL_WHEEL_DONE_DIR/$v" ]; do
-        if ! kill -0 "$wheels_pid" 2>/dev/null && [ ! -f "$ZSTDPOOL_WHEEL_DONE_DIR/$v" ]; then
+    done_file="$ZSTDPOOL_WHEEL_DONE_DIR/$(wheel_of "$v")"
+    while [ ! -f "$done_file" ]; do
+        if stage_done wheels && [ ! -f "$done_file" ]; then
             break
         fi
         sleep 5
     done
-    if ! grep -q '^ok ' "$ZSTDPOOL_WHEEL_DONE_DIR/$v" 2>/dev/null; then
+    if ! grep -q '^ok ' "$done_file" 2>/dev/null; then
         log "$v: no wheel, not tested"
         took "test-$v" 0 "NOT RUN: no wheel"
         failed+=("test-$v")
@@ -91,16 +138,37 @@ for v in "${VERSIONS[@]}"; do
         failed+=("test-$v")
     fi
 done
-if wait "$wheels_pid"; then
-    took wheels $((SECONDS - tw)) "ok (overlaps the tests)"
+while ! stage_done wheels; do sleep 5; done
+stage_took wheels
+
+# --- 4. the aarch64 wheel, under emulation; the macOS check --------------------------------------
+while ! stage_done wheel-aarch64; do sleep 5; done
+stage_took wheel-aarch64
+if grep -q '^ok ' "$ARM_DONE/abi3" 2>/dev/null; then
+    log "aarch64: testing under emulation (log: $LOGS/test-aarch64.log)"
+    t=$SECONDS
+    if ZSTDPOOL_DIST="$CI/dist-aarch64" ZSTDPOOL_AARCH64_DIR="$CI/aarch64" \
+            scripts/test-aarch64.sh >"$LOGS/test-aarch64.log" 2>&1; then
+        took test-aarch64 $((SECONDS - t)) ok
+    else
+        took test-aarch64 $((SECONDS - t)) FAILED
+        failed+=(test-aarch64)
+        tail -30 "$LOGS/test-aarch64.log" >&2
+    fi
 else
-    took wheels $((SECONDS - tw)) FAILED
-    failed+=(wheels)
+    took test-aarch64 0 "NOT RUN: no wheel"
+    failed+=(test-aarch64)
 fi
+wait "$wheels_pid" || true
+stage_took check-macos
 
 # --- summary -----------------------------------------------------------------------------------
-echo "== wheels ($LOGS/wheels.log)"
+echo "== wheels ($LOGS/wheels.log, $LOGS/wheel-aarch64.log)"
 sed -n '/^file /,$p' "$LOGS/wheels.log"
+sed -n '/^file /,$p' "$LOGS/wheel-aarch64.log" | tail -n +2
+echo "== aarch64, under emulation ($LOGS/test-aarch64.log)"
+grep -E '^\[test-aarch64' "$LOGS/test-aarch64.log" 2>/dev/null | tail -3 || true
+tail -1 "$CI/aarch64/logs/pytest.log" 2>/dev/null || true
 echo "== test matrix"
 printf '%-6s %7s %7s %7s %9s %8s %8s %8s  %s\n' python passed skipped failed tour install pytest \
     total note

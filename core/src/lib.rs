@@ -9,12 +9,16 @@
 //! `batch_schema` and `params` are the plumbing they share. Nothing here touches Python: the
 //! bindings crate wraps it.
 //!
-//! Linux only: path sinks work beneath a directory's descriptor (`openat`, `renameat`,
-//! `O_NOFOLLOW`), and memory hints are Linux's `madvise`. Other systems have never been built
-//! or tested, so they are refused here rather than left to fail somewhere less clear.
+//! Unix: path sinks work beneath a directory's descriptor (`openat`, `renameat`,
+//! `O_NOFOLLOW`, through rustix), which Linux and macOS both have. What is Linux's alone (the
+//! huge-page hint, removing a tree through `/proc/self/fd`) has a portable fallback beside it,
+//! which the `portable` feature forces on Linux so that it is tested. Windows has none of the
+//! descriptor-relative calls and is refused here rather than left to fail somewhere less clear.
 
-#[cfg(not(target_os = "linux"))]
-compile_error!("zstdpool supports Linux only (see the README's \"Wheels and supported Pythons\")");
+#[cfg(not(unix))]
+compile_error!(
+    "zstdpool builds for Unix only (see the README's \"Wheels and supported platforms\")"
+);
 
 pub mod batch_schema;
 pub mod codec;

@@ -27,20 +27,20 @@ pub fn can_map(bytes: u64) -> bool {
     // SAFETY: a new private anonymous mapping of `len` bytes is made and, if it was made,
     // unmapped at once; nothing reads or writes it, and no other memory is touched.
     unsafe {
-        let at = libc::mmap(
+        let rw = rustix::mm::ProtFlags::READ | rustix::mm::ProtFlags::WRITE;
+        match rustix::mm::mmap_anonymous(
             std::ptr::null_mut(),
             len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        );
-        if at == libc::MAP_FAILED {
-            return false;
+            rw,
+            rustix::mm::MapFlags::PRIVATE,
+        ) {
+            Ok(at) => {
+                let _ = rustix::mm::munmap(at, len);
+                true
+            }
+            Err(_) => false,
         }
-        libc::munmap(at, len);
     }
-    true
 }
 
 #[cfg(test)]

@@ -7,6 +7,9 @@
 //! large blocks to the kernel (for reads, the pool's spares keep them: see `spare`). With
 //! transparent huge pages in `madvise` mode (the common default), asking for them turns those
 //! faults into one per 2 MiB. The hint never changes the contents of memory.
+//!
+//! Linux's alone: elsewhere (and on Linux with the core's `portable` feature) every hint is
+//! a no-op.
 
 /// Below this, a system call costs more than the faults it saves.
 pub const MIN_LEN: usize = 4 << 20;
@@ -23,11 +26,8 @@ pub fn advise_huge_pages(ptr: *const u8, len: usize) {
         let start = (ptr as usize).next_multiple_of(HUGE_PAGE);
         let end = (ptr as usize + len) / HUGE_PAGE * HUGE_PAGE;
         if end > start {
-            // SAFETY: the range lies inside the caller's allocation; MADV_HUGEPAGE only changes
-            // how pages not yet touched are backed. A refusal (THP off) is not an error.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-            }
+            // The range lies inside the caller's allocation.
+            hint(start, end - start);
         }
     }
 }
@@ -41,26 +41,36 @@ pub fn advise_huge_pages(ptr: *const u8, len: usize) {
 /// Advising again after a growth that moved the block is the caller's part: `mremap` keeps
 /// the advice on a mapping it extends or moves.
 pub fn advise_huge_pages_growable(block: *const u8, len: usize) {
-    #[cfg(target_env = "gnu")]
+    #[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "portable")))]
     if len >= MIN_LEN {
         if let Some((start, end)) = glibc_mapping(block as usize, len) {
-            // SAFETY: MADV_HUGEPAGE changes how untouched pages are backed, never their
-            // contents. Were the block not glibc's mapping after all (a heap block that
-            // happens to start 16 bytes into a page), the hint would reach past it, into
-            // memory of the same heap: still only a hint.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-            }
+            // Were the block not glibc's mapping after all (a heap block that happens to
+            // start 16 bytes into a page), the hint would reach past it, into memory of the
+            // same heap: still only a hint.
+            hint(start, end - start);
         }
     }
-    #[cfg(not(target_env = "gnu"))]
+    #[cfg(not(all(target_os = "linux", target_env = "gnu", not(feature = "portable"))))]
     let _ = (block, len);
 }
+
+/// MADV_HUGEPAGE on `len` bytes from `start`, page-aligned memory of the process.
+#[cfg(all(target_os = "linux", not(feature = "portable")))]
+fn hint(start: usize, len: usize) {
+    // SAFETY: MADV_HUGEPAGE only changes how pages not yet touched are backed, never their
+    // contents. A refusal (THP off) is not an error.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", not(feature = "portable"))))]
+fn hint(_start: usize, _len: usize) {}
 
 /// The mapping glibc's `malloc(len)` or `realloc(_, len)` made for `block`, if the block is
 /// where such a mapping puts it: 16 bytes in (the chunk header), the mapping being the chunk
 /// (`len` plus 8 bytes, rounded up to 16) and 8 more bytes, rounded up to a page.
-#[cfg(target_env = "gnu")]
+#[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "portable")))]
 fn glibc_mapping(block: usize, len: usize) -> Option<(usize, usize)> {
     const HEADER: usize = 16;
     let page = page_size();
@@ -73,7 +83,7 @@ fn glibc_mapping(block: usize, len: usize) -> Option<(usize, usize)> {
     Some((start, start.checked_add(size)?))
 }
 
-#[cfg(target_env = "gnu")]
+#[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "portable")))]
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -98,7 +108,7 @@ mod tests {
     }
 
     /// The mappings of this process that overlap `[start, end)`, as (start, end) pairs.
-    #[cfg(target_env = "gnu")]
+    #[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "portable")))]
     fn mappings(start: usize, end: usize) -> Vec<(usize, usize)> {
         std::fs::read_to_string("/proc/self/maps")
             .unwrap()
@@ -116,7 +126,7 @@ mod tests {
 
     /// Sizes around page boundaries, all above glibc's largest mmap threshold (32 MiB), so
     /// that every one gets a mapping of its own.
-    #[cfg(target_env = "gnu")]
+    #[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "portable")))]
     fn large_sizes() -> impl Iterator<Item = usize> {
         let base = 40 << 20;
         [0, 1, 7, 8, 9, 16, 24, 25, 40, 56, 79, 80, 4095, 4096]
@@ -124,7 +134,7 @@ mod tests {
             .flat_map(move |d| [base - d, base + d])
     }
 
-    #[cfg(target_env = "gnu")]
+    #[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "portable")))]
     #[test]
     fn the_mapping_is_the_one_glibc_made() {
         for len in large_sizes() {
@@ -148,7 +158,7 @@ mod tests {
         assert_eq!(glibc_mapping(4096 * 100, 40 << 20), None);
     }
 
-    #[cfg(target_env = "gnu")]
+    #[cfg(all(target_os = "linux", target_env = "gnu", not(feature = "portable")))]
     #[test]
     fn a_growable_block_keeps_its_mapping_whole_and_its_contents() {
         for len in large_sizes().take(6) {

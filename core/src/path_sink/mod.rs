@@ -33,6 +33,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::SystemTime;
 
+use rustix::io::Errno;
+
 /// What a committed write promises.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
@@ -149,9 +151,9 @@ impl PathSink {
         let fail = |e: io::Error| named(shown, e);
         let existing = match dir.0.entry(name).map_err(fail)? {
             None => None,
-            Some((libc::S_IFREG, existing)) => Some(existing),
-            Some((libc::S_IFLNK, _)) => return Err(fail(link_refused())),
-            Some((libc::S_IFDIR, _)) => {
+            Some((EntryKind::File, existing)) => Some(existing),
+            Some((EntryKind::Link, _)) => return Err(fail(link_refused())),
+            Some((EntryKind::Directory, _)) => {
                 return Err(fail(io::Error::new(
                     io::ErrorKind::IsADirectory,
                     "it is a directory",
@@ -405,14 +407,16 @@ impl Beneath {
                 ));
             };
             dir = dir.open_child(name).map_err(|e| match e.raw_os_error() {
-                Some(libc::ELOOP) | Some(libc::ENOTDIR) => crate::error::path_error(
-                    "cannot create",
-                    shown,
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        format!("{}: {}", name.to_string_lossy(), link_refused()),
-                    ),
-                ),
+                Some(e) if e == Errno::LOOP.raw_os_error() || e == Errno::NOTDIR.raw_os_error() => {
+                    crate::error::path_error(
+                        "cannot create",
+                        shown,
+                        io::Error::new(
+                            io::ErrorKind::InvalidInput,
+                            format!("{}: {}", name.to_string_lossy(), link_refused()),
+                        ),
+                    )
+                }
                 _ => crate::error::path_error("cannot create", shown, e),
             })?;
         }
@@ -422,13 +426,7 @@ impl Beneath {
     /// Removes `name` in this directory and everything below it, without following a link
     /// (a link there is removed, not what it points to); nothing if it is missing.
     pub fn remove_all(&self, name: &OsStr) -> io::Result<()> {
-        // std's remove_dir_all opens every directory it descends into with O_NOFOLLOW beneath
-        // its parent's descriptor; the path through /proc/self/fd starts it at this
-        // directory's descriptor, not at a path that could be swapped.
-        match std::fs::remove_dir_all(self.0.path_of(name)) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            other => other,
-        }
+        self.0.remove_all(name)
     }
 }
 
@@ -439,11 +437,10 @@ fn link_refused() -> io::Error {
     )
 }
 
-#[path = "dir_unix.rs"]
 mod dir;
 mod stale;
 #[cfg(test)]
 mod tests;
 
-use dir::Dir;
+use dir::{Dir, EntryKind};
 pub use stale::{is_temp_name, remove_stale};

@@ -64,11 +64,10 @@ fn a_replaced_file_keeps_its_mode_and_a_new_one_follows_the_umask() {
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o664)).unwrap();
     write(&target, b"newer").unwrap();
     assert_eq!(std::fs::metadata(&target).unwrap().mode() & 0o777, 0o664);
-    // SAFETY: umask only changes the process's creation mask.
-    let old = unsafe { libc::umask(0o027) };
+    let old = rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o027));
     let fresh = dir.join("fresh");
     write(&fresh, b"x").unwrap();
-    unsafe { libc::umask(old) };
+    rustix::process::umask(old);
     assert_eq!(std::fs::metadata(&fresh).unwrap().mode() & 0o777, 0o640);
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -198,5 +197,38 @@ fn beneath_a_base_no_link_is_followed_and_no_path_leaves_it() {
     b.remove_all("a".as_ref()).unwrap();
     assert!(!base.join("a").exists());
     b.remove_all("missing".as_ref()).unwrap();
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// The walk other systems remove trees with (Linux goes through /proc/self/fd unless the
+/// `portable` feature is on), run here either way: links inside the tree are removed, never
+/// followed, however deep, and a file where a tree was expected is removed as a file.
+#[test]
+fn the_portable_tree_removal_never_follows_a_link() {
+    let root = tempdir("walk");
+    let (base, outside) = (root.join("base"), root.join("outside"));
+    std::fs::create_dir_all(base.join("t/a/b/c")).unwrap();
+    std::fs::create_dir_all(outside.join("d")).unwrap();
+    std::fs::write(outside.join("d/keep"), b"x").unwrap();
+    std::fs::write(outside.join("keep"), b"x").unwrap();
+    for (i, dir) in ["t", "t/a", "t/a/b", "t/a/b/c"].iter().enumerate() {
+        for j in 0..40 {
+            std::fs::write(base.join(dir).join(format!("f{j}")), b"data").unwrap();
+        }
+        std::os::unix::fs::symlink(&outside, base.join(dir).join(format!("to-dir-{i}"))).unwrap();
+        std::os::unix::fs::symlink(outside.join("keep"), base.join(dir).join("to-file")).unwrap();
+    }
+    std::fs::write(base.join("plain"), b"x").unwrap();
+    let b = Beneath::base(&base).unwrap();
+    b.0.remove_tree("t".as_ref()).unwrap();
+    b.0.remove_tree("plain".as_ref()).unwrap();
+    b.0.remove_tree("missing".as_ref()).unwrap();
+    assert_eq!(std::fs::read_dir(&base).unwrap().count(), 0);
+    assert_eq!(read(&outside.join("keep")), b"x");
+    assert_eq!(read(&outside.join("d/keep")), b"x");
+    // A link given as the tree itself is removed as a link.
+    std::os::unix::fs::symlink(&outside, base.join("link")).unwrap();
+    b.0.remove_tree("link".as_ref()).unwrap();
+    assert!(outside.join("d/keep").exists() && !base.join("link").exists());
     std::fs::remove_dir_all(&root).unwrap();
 }
