@@ -36,7 +36,7 @@ def is_store_url(target: object) -> TypeGuard[str]:
     return isinstance(target, str) and target[:6].lower().startswith(STORE_SCHEMES)
 
 
-def _local_base(filesystem: Any) -> str | None:
+def local_base(filesystem: Any) -> str | None:
     """The local directory ``filesystem`` reads paths relative to ("" for the root), or None
     when it is not a local filesystem."""
     kind = type(filesystem)
@@ -47,7 +47,7 @@ def _local_base(filesystem: Any) -> str | None:
         if isinstance(filesystem, pafs.LocalFileSystem):
             return ""
         if isinstance(filesystem, pafs.SubTreeFileSystem):
-            inner = _local_base(filesystem.base_fs)
+            inner = local_base(filesystem.base_fs)
             return None if inner is None else os.path.join(inner, filesystem.base_path)
         return None
     protocol = getattr(filesystem, "protocol", None)
@@ -217,7 +217,7 @@ def _from_uri(uri: str, storage_options: dict[str, Any] | None, argument: str) -
 
 def _one(target: Any, filesystem: Any, storage_options: Any, argument: str) -> Any:
     if filesystem is not None:
-        base = _local_base(filesystem)
+        base = local_base(filesystem)
         if is_store_url(target) or (isinstance(target, str) and "://" in target[:16]):
             raise ValueError(f"{argument} is a URI ({target!r}) and a filesystem was given too")
         if base is None:
@@ -235,7 +235,7 @@ def _one(target: Any, filesystem: Any, storage_options: Any, argument: str) -> A
             parsed = urllib.parse.urlparse(target)
             return urllib.request.url2pathname(parsed.path)
         fs, path = _from_uri(target, storage_options, argument)
-        if _local_base(fs) == "":
+        if local_base(fs) == "":
             return path
         return _filesystem_path(fs, path, argument)
     return target
@@ -252,7 +252,7 @@ def resolve(
     if isinstance(filesystem, str):
         filesystem = filesystem_of_uri(filesystem)
     if isinstance(target, (list, tuple)):
-        if filesystem is not None and _local_base(filesystem) is None:
+        if filesystem is not None and local_base(filesystem) is None:
             return _one(list(target), filesystem, storage_options, argument), None
         items = [_one(t, filesystem, storage_options, argument) for t in target]
         remote = [i for i in items if isinstance(i, FileSystemPath)]

@@ -1062,11 +1062,12 @@ def _write_partitioning(partitioning: Any, flavor: str | None) -> tuple[list[str
     )
 
 
-def _visit(file_visitor: Any, written: list[_Written], fmt: str) -> None:
-    """Calls ``file_visitor`` with each file written, its Parquet footer read back."""
+def _visit(file_visitor: Any, written: list[_Written], fmt: str, local: bool) -> None:
+    """Calls ``file_visitor`` with each file written, its Parquet footer read back where the
+    files are local (an object store's paths are "bucket/key", as pyarrow gives them)."""
     for f in written:
         metadata = None
-        if fmt == "parquet" and not _fs.is_store_url(f["path"]):
+        if fmt == "parquet" and local:
             import pyarrow.parquet as pq
 
             metadata = pq.read_metadata(f["path"])
@@ -1197,5 +1198,11 @@ def write_dataset(
     }
     written = _zstdpool.write_dataset(stream, base_dir, **options)
     if file_visitor is not None:
-        _visit(file_visitor, written, "parquet" if fmt.lower() == "parquet" else "ipc")
+        fs = _fs.filesystem_of_uri(filesystem) if isinstance(filesystem, str) else filesystem
+        is_local = (
+            isinstance(base_dir, (str, os.PathLike))
+            and not _fs.is_store_url(os.fspath(base_dir))
+            and (fs is None or _fs.local_base(fs) is not None)
+        )
+        _visit(file_visitor, written, "parquet" if fmt.lower() == "parquet" else "ipc", is_local)
     return written

@@ -71,6 +71,7 @@ def test_written_datasets_read_back_in_pyarrow_polars_and_zstdpool(
 ) -> None:
     t = table()
     opts = storage_options(moto.endpoint)
+    visited: list[zd.WrittenFile] = []
     written = zd.write_dataset(
         t,
         f"s3://{bucket}/data",
@@ -78,9 +79,13 @@ def test_written_datasets_read_back_in_pyarrow_polars_and_zstdpool(
         partitioning_flavor="hive",
         format=fmt,
         storage_options=opts,
+        file_visitor=visited.append,
     )
     listed = keys(moto.endpoint, bucket)
     assert sorted(f["path"] for f in written) == [f"{bucket}/{k}" for k in listed]
+    # The visitor sees the same objects, without a footer (none is read back from a store).
+    assert sorted(v.path for v in visited) == [f"{bucket}/{k}" for k in listed]
+    assert all(v.metadata is None for v in visited)
     assert len(listed) == 10 and all(k.startswith("data/part=") for k in listed)
     sizes = {
         f"{bucket}/{k}": client(moto.endpoint).head_object(Bucket=bucket, Key=k)["ContentLength"]
