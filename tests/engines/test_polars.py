@@ -118,3 +118,44 @@ def test_write_dataset_streams_a_lazyframe(tmp_path: Path) -> None:
     assert zd.dataset(tmp_path / "frame").count_rows() == 1000
     with pytest.raises(TypeError, match="LazyFrame or DataFrame"):
         zpl.write_dataset([1, 2], tmp_path / "bad")  # type: ignore[arg-type]
+
+
+def test_a_file_that_fails_raises_through_polars_and_returns_every_lease(tmp_path: Path) -> None:
+    import zstdpool
+
+    pool = zstdpool.ContextPool()
+    d = tmp_path / "bad"
+    zd.write_dataset(
+        pa.table({"id": range(100), "k": [i % 2 for i in range(100)]}),
+        d,
+        partitioning=["k"],
+        partitioning_flavor="hive",
+        compression="zstd",
+        pool=pool,
+    )
+    # One file's last bytes (its footer) overwritten: the scan fails at that file.
+    victim = sorted(d.rglob("*.parquet"))[-1]
+    data = bytearray(victim.read_bytes())
+    data[-12:-4] = b"\xff" * 8
+    victim.write_bytes(bytes(data))
+    with pytest.raises(Exception, match="(?i)parquet|footer|metadata"):
+        zpl.scan_dataset(d, pool=pool).collect()
+    stats = pool.stats()
+    assert stats["leased"] == 0, stats
+
+
+def test_a_lazyframe_that_fails_part_way_leaves_no_file(tmp_path: Path) -> None:
+    def explode(batch: Any) -> Any:
+        if batch["id"].max() >= 600:
+            raise RuntimeError("the query fails part-way")
+        return batch
+
+    lf = pl.LazyFrame({"id": range(1000), "k": [i % 4 for i in range(1000)]}).map_batches(
+        explode, streamable=True
+    )
+    with pytest.raises(Exception, match="the query fails part-way"):
+        zpl.write_dataset(
+            lf, tmp_path / "out", partitioning=["k"], partitioning_flavor="hive", chunk_size=100
+        )
+    left = [p for p in (tmp_path / "out").rglob("*") if p.is_file()]
+    assert left == [], left
