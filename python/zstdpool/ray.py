@@ -186,6 +186,11 @@ class DatasetDatasink(Datasink[list[str]]):
         own = sorted(_OWN.intersection(options))
         if own:
             raise TypeError(f"{own[0]} is set by the datasink and cannot be given")
+        if "pool" in options:
+            raise TypeError(
+                "pool: a ContextPool cannot travel to Ray's worker processes; each worker "
+                "writes with its own default pool"
+            )
         import inspect
 
         try:

@@ -89,6 +89,8 @@ def test_the_write_options_reach_write_dataset(tmp_path: Path) -> None:
         zr.DatasetDatasink(tmp_path, basename_template="x-{i}.parquet")
     with pytest.raises(ValueError, match="format"):
         zr.DatasetDatasink(tmp_path, format="csv")
+    with pytest.raises(TypeError, match="pool: a ContextPool cannot travel"):
+        zr.DatasetDatasink(tmp_path, pool=object())
     with pytest.raises(ValueError, match="mode"):
         zr.DatasetDatasink(tmp_path, mode="upsert")
 
