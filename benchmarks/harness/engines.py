@@ -144,21 +144,12 @@ class RayCase:
 def _local_ray() -> None:
     """A local Ray of two CPUs, started once for the run (and stopped at its end)."""
     import atexit
-    import logging
 
     import ray
 
-    if not ray.is_initialized():
-        ray.init(
-            num_cpus=2,
-            include_dashboard=False,
-            logging_level="ERROR",
-            log_to_driver=False,
-            configure_logging=False,
-        )
-        ray.data.DataContext.get_current().enable_progress_bars = False
-        # Ray Data logs each execution at INFO to stderr, between the table's lines.
-        logging.getLogger("ray.data").setLevel(logging.WARNING)
+    from tests.helpers import local_ray
+
+    if local_ray.start():
         atexit.register(ray.shutdown)
 
 

@@ -7,7 +7,6 @@ task fails part-way leaving nothing of it behind."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,21 +23,9 @@ import zstdpool.dataset as zd  # noqa: E402
 import zstdpool.ray as zr  # noqa: E402
 from ray.data.expressions import col  # noqa: E402
 
+from tests.helpers.local_ray import local_ray  # noqa: E402, F401
+
 N = 4000
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray() -> Iterator[None]:
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        logging_level="ERROR",
-        log_to_driver=False,
-        configure_logging=False,
-    )
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    yield
-    ray.shutdown()
 
 
 def table() -> pa.Table:

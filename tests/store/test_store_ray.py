@@ -4,7 +4,6 @@ object of its own behind (the listing and deletes go through the store's API).""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -15,23 +14,11 @@ pytest.importorskip("ray.data")
 
 import zstdpool.ray as zr  # noqa: E402
 
+from tests.helpers.local_ray import local_ray  # noqa: E402, F401
+
 from .conftest import MotoServer, client, keys, storage_options  # noqa: E402
 
 N = 2000
-
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray() -> Iterator[None]:
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        logging_level="ERROR",
-        log_to_driver=False,
-        configure_logging=False,
-    )
-    ray.data.DataContext.get_current().enable_progress_bars = False
-    yield
-    ray.shutdown()
 
 
 def table() -> pa.Table:
