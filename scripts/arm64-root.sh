@@ -118,20 +118,9 @@ if [ "$cmd" = remove ]; then
 fi
 
 # --- host tools ----------------------------------------------------------------------------
-DEPS=(debootstrap qemu-user-static binfmt-support debian-archive-keyring)
-missing=()
-for p in "${DEPS[@]}"; do
-    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
-        missing+=("$p")
-    fi
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    log "installing: ${missing[*]}"
-    # A third-party apt source that cannot be reached makes update exit non-zero although
-    # Debian's own lists were fetched; install tells.
-    apt-get update -qq >&2 || log "apt-get update reported errors; trying the install anyway"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
-fi
+# shellcheck source=scripts/debian-packages.sh
+source "$(dirname "$0")/debian-packages.sh"
+debian_packages debootstrap qemu-user-static binfmt-support debian-archive-keyring
 
 # --- binfmt_misc ---------------------------------------------------------------------------
 # In a container without systemd nothing mounts binfmt_misc or registers the handlers that

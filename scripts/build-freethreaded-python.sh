@@ -43,21 +43,9 @@ DEPS=(build-essential pkg-config curl ca-certificates xz-utils gpgv
       debian-archive-keyring libssl-dev zlib1g-dev libffi-dev libbz2-dev
       liblzma-dev libsqlite3-dev libreadline-dev libncurses-dev uuid-dev
       libzstd-dev)
-missing=()
-for p in "${DEPS[@]}"; do
-    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]; then
-        missing+=("$p")
-    fi
-done
-if [ ${#missing[@]} -gt 0 ]; then
-    log "installing: ${missing[*]}"
-    SUDO=""
-    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-    # A third-party apt source that cannot be reached makes update exit
-    # non-zero although Debian's own lists were fetched; install tells.
-    $SUDO apt-get update -qq || log "apt-get update reported errors; trying the install anyway"
-    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+# shellcheck source=scripts/debian-packages.sh
+source "$(dirname "$0")/debian-packages.sh"
+debian_packages "${DEPS[@]}"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/build-ft-python.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
