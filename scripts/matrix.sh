@@ -91,7 +91,9 @@ ARM_DONE="$CI/wheels-done-aarch64"
         local name="$1" t0=$SECONDS rc=0
         shift
         "$@" >"$LOGS/$name.log" 2>&1 || rc=$?
-        echo "$rc $((SECONDS - t0))" >"$CI/$name.status"
+        # Written whole, then renamed: the poller never reads it half-written.
+        echo "$rc $((SECONDS - t0))" >"$CI/$name.status.tmp"
+        mv "$CI/$name.status.tmp" "$CI/$name.status"
     }
     run_stage wheels scripts/build-wheels.sh "${WHEELS[@]}"
     run_stage wheel-aarch64 env ZSTDPOOL_TARGET=aarch64-unknown-linux-gnu \

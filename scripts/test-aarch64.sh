@@ -60,7 +60,7 @@ if [ "${1:-}" = "--" ]; then
     pytest_args=("$@")
 fi
 
-whl="$(ls -t "$DIST"/zstdpool-*-cp311-abi3-*aarch64*.whl 2>/dev/null | head -1)"
+whl="$(ls -t "$DIST"/zstdpool-*-cp311-abi3-*aarch64*.whl 2>/dev/null | head -1 || true)"
 if [ -z "$whl" ]; then
     log "FAIL no cp311-abi3 aarch64 wheel in $DIST"
     exit 1

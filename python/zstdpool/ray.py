@@ -4,12 +4,13 @@ inside Ray's tasks.
 ``DatasetDatasink`` is a ``ray.data.Datasink``: each write task hands its blocks, streamed, to
 ``zstdpool.dataset.write_dataset`` (partitioned or not, Parquet or Arrow IPC, on any
 filesystem zstdpool takes), so a task's partition files share one pool of warm contexts
-instead of making a writer and a context per file. Files are named after Ray's write and the
-task (``<write uuid>_<task index>-<i>.<ext>``): unique per write and task, and the same when
-Ray retries a task (a retry keeps the task's identity), so a retry replaces what the failed
-attempt wrote instead of adding to it. Every file appears under its name only once it is
-whole. When a write fails, ``on_write_failed`` removes the files of that write that appeared
-since it started (found by their names), where the filesystem lets it.
+instead of making a writer and a context per file. Files are named after the write (an id
+drawn when it starts, on the driver) and the task (``<write id>_<task index>-<i>.<ext>``):
+unique per write and task, and the same when Ray retries a task (a retry keeps the task's
+index), so a retry replaces what the failed attempt wrote instead of adding to it. Every file
+appears under its name only once it is whole. When a write fails, ``on_write_failed`` removes
+the files that carry that write's id, where the filesystem lets it; other writes' files, a
+concurrent append's included, are left alone.
 
 ``DatasetDatasource`` is a ``ray.data.Datasource``: the files are listed and their partitions
 pruned on the driver, then split into read tasks of a group of files each, which zstdpool's
@@ -44,6 +45,7 @@ except ImportError as e:  # pragma: no cover - depends on what is installed
     ) from e
 
 import pyarrow as pa
+import pyarrow.dataset as pds
 
 import zstdpool.dataset as _zd
 from zstdpool import _filters, _fs
@@ -60,6 +62,10 @@ _MODES = ("append", "overwrite", "error", "ignore")
 
 #: The extension of each format's files, as ``zstdpool.dataset.write_dataset`` names them.
 _EXTENSIONS = {"parquet": "parquet", "ipc": "arrow", "arrow": "arrow", "feather": "feather"}
+
+#: The column Ray's readers carry a row count in when no column is read
+#: (``ray.data._internal.arrow_block._BATCH_SIZE_PRESERVING_STUB_COL_NAME``).
+_ROWS_ONLY = "__bsp_stub"
 
 #: The keywords of ``zstdpool.dataset.write_dataset`` that the datasink sets itself.
 _OWN = frozenset(
@@ -151,8 +157,8 @@ def _mode(mode: Any) -> str:
 class DatasetDatasink(Datasink[list[str]]):
     """Writes a Ray dataset as a zstdpool dataset under ``path``: each write task's blocks go
     to ``zstdpool.dataset.write_dataset`` (see the module). ``write_datasink`` returns once
-    every task is done; ``written_files`` then lists the files (as ``write_dataset``'s
-    ``file_visitor`` names them).
+    every task is done; ``written_files`` then lists the files (as ``write_dataset`` returns
+    them; an object's as "bucket/key").
 
     ``format`` is "parquet" (the default), "ipc"/"arrow" or "feather". ``partition_cols``
     names the partition columns, written as ``partitioning_flavor`` says ("hive", the
@@ -208,21 +214,29 @@ class DatasetDatasink(Datasink[list[str]]):
         #: The files every task wrote, once the write is complete.
         self.written_files: list[str] = []
         self._skip = False
-        self._before: set[str] | None = None
-        # The names this datasink gives its files: Ray's write uuid (32 hex digits), the task's
-        # index, then write_dataset's counter.
-        ext = re.escape(_EXTENSIONS[format])
-        self._ours = re.compile(rf"(?:^|/)[0-9a-f]{{32}}_[0-9]{{6}}-[0-9]+\.{ext}$")
+        # The write under way: its id, drawn on the driver when it starts (Ray sends the
+        # datasink to its tasks after that), which names its files.
+        self._write_id: str | None = None
 
     def _files(self) -> _Files:
         return _Files(self.path, self.filesystem, self.storage_options)
 
+    def _ours(self, name: str) -> bool:
+        """Whether ``name`` (relative to the path) is a file of the write under way."""
+        if self._write_id is None:
+            return False
+        ext = re.escape(_EXTENSIONS[self.format])
+        pattern = rf"(?:^|/){self._write_id}_[0-9]+-[0-9]+\.{ext}$"
+        return re.search(pattern, name) is not None
+
     def on_write_start(self, schema: pa.Schema | None = None) -> None:
-        if self._before is not None:
+        if self._write_id is not None:
             return
+        self._write_id = uuid.uuid4().hex
+        self._skip = False
+        self.written_files = []
         files = self._files()
         existing = files.names()
-        self._before = set(existing)
         if not existing:
             return
         if self.mode == "error":
@@ -234,7 +248,6 @@ class DatasetDatasink(Datasink[list[str]]):
             self._skip = True
         elif self.mode == "overwrite":
             files.clear()
-            self._before = set()
 
     def write(self, blocks: Iterable[Any], ctx: TaskContext) -> list[str]:
         if self._skip:
@@ -253,41 +266,42 @@ class DatasetDatasink(Datasink[list[str]]):
                         table if table.schema == schema else table.cast(schema)
                     ).to_batches()
 
-        write_uuid = ctx.kwargs.get("write_uuid") or uuid.uuid4().hex
-        written: list[str] = []
-        _zd.write_dataset(
+        write_id = self._write_id or ctx.kwargs.get("write_uuid") or uuid.uuid4().hex
+        written = _zd.write_dataset(
             pa.RecordBatchReader.from_batches(schema, batches()),
             self.path,
-            basename_template=f"{write_uuid}_{ctx.task_idx:06d}-{{i}}.{_EXTENSIONS[self.format]}",
+            basename_template=f"{write_id}_{ctx.task_idx:06d}-{{i}}.{_EXTENSIONS[self.format]}",
             format=self.format,
             partitioning=self.partition_cols,
             partitioning_flavor=self.partitioning_flavor,
             filesystem=self.filesystem,
             storage_options=self.storage_options,
             existing_data_behavior="overwrite_or_ignore",
-            file_visitor=lambda f: written.append(f.path),
             **self.options,
         )
-        return written
+        return [f["path"] for f in written]
 
     def on_write_complete(self, write_result: WriteResult[list[str]]) -> None:
         self.written_files = sorted(p for paths in write_result.write_returns for p in paths)
+        self._write_id = None  # the next write through this datasink is a new one
 
     def on_write_failed(self, error: Exception) -> None:
-        """Removes the files this datasink names that appeared since the write started:
-        what the failed write's tasks left (each whole; none is half-written)."""
-        if self._before is None or self._skip:
+        """Removes the files that carry the failed write's id: what its tasks left (each
+        whole; none is half-written)."""
+        if self._write_id is None or self._skip:
+            self._write_id = None
             return
         try:
             files = self._files()
-            new = [n for n in files.names() if n not in self._before and self._ours.search(n)]
-            files.delete(new)
+            files.delete([n for n in files.names() if self._ours(n)])
         except Exception as e:  # the write's own error is what the caller sees
             note = f"zstdpool.ray: could not remove the files the failed write left: {e}"
             if sys.version_info >= (3, 11):
                 error.add_note(note)
             else:  # PEP 678's notes, kept where 3.11's traceback would show them
                 setattr(error, "__notes__", [*getattr(error, "__notes__", []), note])  # noqa: B010
+        finally:
+            self._write_id = None
 
 
 def _read_group(
@@ -304,6 +318,11 @@ def _read_group(
     size = 0
     schema = None
     for batch in dataset.to_batches(columns=columns, filter=filter):
+        if batch.num_columns == 0:
+            # No column asked for (``count()``): Ray counts a table without columns as empty,
+            # so the rows are carried by a column of nulls under the name Ray's own readers
+            # use for it.
+            batch = pa.RecordBatch.from_arrays([pa.nulls(batch.num_rows)], [_ROWS_ONLY])
         schema = batch.schema
         pending.append(batch)
         size += batch.nbytes
@@ -336,6 +355,15 @@ class DatasetDatasource(Datasource):
         super().__init__()
         if isinstance(columns, str):
             raise TypeError("columns must be a list of column names, not a string")
+        if partitioning not in ("hive", None) and not (
+            isinstance(partitioning, pds.HivePartitioning)
+        ):
+            # Each task opens its group of files as a list, where a directory partitioning
+            # (which names no root) would read the whole path as partition values.
+            raise ValueError(
+                "partitioning: zstdpool.ray reads Hive (key=value) partitions or none, "
+                f"not {partitioning!r}"
+            )
         self._projection_map = None if columns is None else {c: c for c in columns}
         self._dataset = _zd.dataset(
             source,
@@ -359,6 +387,8 @@ class DatasetDatasource(Datasource):
         self._scheme = ""
         if _fs.is_store_url(first):
             self._scheme = str(first).split("://", 1)[0] + "://"
+        # Sizes for Ray's planning, where the files are local.
+        self._local = not self._scheme and filesystem is None
         # Each task opens its files as the dataset was opened: the partitioning as it was
         # typed and the dataset's schema, so that every task reads the same columns.
         self._opened = functools.partial(
@@ -379,9 +409,17 @@ class DatasetDatasource(Datasource):
     def supports_predicate_pushdown(self) -> bool:
         return True
 
+    def _size(self, files: Sequence[str]) -> int | None:
+        """The files' bytes where they are local, else None (unknown to Ray)."""
+        if not self._local:
+            return None
+        try:
+            return sum(os.path.getsize(f) for f in files)
+        except OSError:
+            return None
+
     def estimate_inmemory_data_size(self) -> int | None:
-        sizes = [os.path.getsize(f) for f in self._dataset.files if os.path.isfile(f)]
-        return sum(sizes) if len(sizes) == len(self._dataset.files) else None
+        return self._size(self._dataset.files)
 
     def _read_filter(self) -> Any:
         """The datasource's filter and Ray's pushed-down predicate, as one Expression."""
@@ -420,10 +458,9 @@ class DatasetDatasource(Datasource):
             group = files[i * len(files) // n : (i + 1) * len(files) // n]
             if not group:
                 continue
-            sizes = [os.path.getsize(f) for f in group if os.path.isfile(f)]
             metadata = BlockMetadata(
                 num_rows=None,
-                size_bytes=sum(sizes) if len(sizes) == len(group) else None,
+                size_bytes=self._size(group),
                 input_files=group,
                 exec_stats=None,
             )
@@ -445,6 +482,13 @@ def write_dataset(
     """Writes ``ds`` under ``path`` through a ``DatasetDatasink`` (whose keywords ``options``
     are) and returns the files written."""
     sink = DatasetDatasink(path, **options)
+    # The save mode is settled before Ray runs the dataset: "ignore" over existing files
+    # computes nothing. (Ray calls on_write_start again when the first block is ready, which
+    # then does nothing.)
+    sink.on_write_start()
+    if sink._skip:
+        sink._write_id = None
+        return []
     ds.write_datasink(sink, concurrency=concurrency, ray_remote_args=ray_remote_args)
     return sink.written_files
 

@@ -102,6 +102,9 @@ def test_a_failed_write_leaves_none_of_its_files(tmp_path: Path) -> None:
     (tmp_path / "k=0").mkdir()
     keep = tmp_path / "k=0" / "earlier.parquet"
     pq.write_table(table().slice(0, 5).drop(["k"]), keep)
+    # Another write's file, named as this datasink names its own: not this write's to remove.
+    other = tmp_path / "k=0" / f"{'a' * 32}_000000-0.parquet"
+    pq.write_table(table().slice(0, 5).drop(["k"]), other)
 
     def fail_late(batch: dict[str, Any]) -> dict[str, Any]:
         if 3500 in batch["id"]:
@@ -112,7 +115,7 @@ def test_a_failed_write_leaves_none_of_its_files(tmp_path: Path) -> None:
     with pytest.raises(Exception, match="a task fails part-way"):
         zr.write_dataset(ds, tmp_path, partition_cols=["k"])
     # Whatever the other tasks wrote is gone again; what was there before is not.
-    assert files_under(tmp_path) == ["k=0/earlier.parquet"]
+    assert files_under(tmp_path) == ["k=0/" + other.name, "k=0/earlier.parquet"]
     assert pq.read_table(keep).num_rows == 5
 
 
@@ -180,7 +183,14 @@ def test_partitions_are_pruned_before_tasks_are_planned(hive: Path) -> None:
     same(got, theirs)
 
 
+def test_count_reads_no_column_and_counts_every_row(hive: Path) -> None:
+    assert zr.read_dataset(hive).count() == N
+    assert zr.read_dataset(hive).filter(expr=col("k") == 2).count() == N // 5
+
+
 def test_bad_read_arguments_are_named(hive: Path) -> None:
+    with pytest.raises(ValueError, match="partitioning: zstdpool.ray reads Hive"):
+        zr.DatasetDatasource(hive, partitioning=["k"])
     with pytest.raises(ValueError, match="columns: no column 'nope'"):
         zr.DatasetDatasource(hive, columns=["nope"])
     with pytest.raises(TypeError, match="columns"):
