@@ -93,6 +93,13 @@ fn decompress_into_one(
 /// context from the pool. Returns bytes of exactly the frame's size. With `zstd_dict` (a
 /// `ZstdDict`), the frame is compressed with that dictionary and records its id unless
 /// `write_dict_id` is false.
+///
+/// - `level`: the zstd level, from `MIN_LEVEL` (negative: faster) to `MAX_LEVEL` (22);
+///   0 means the default, 3.
+/// - `checksum`: append a 32-bit content checksum to the frame, checked when it is read.
+/// - `window_log`: the window's size as a power of two (10 to 31 on 64-bit builds); None
+///   lets the level choose. A reader needs at least that much memory.
+#[doc = doc_pool!()]
 #[pyfunction]
 #[pyo3(signature = (data, level=3, *, checksum=false, window_log=None, zstd_dict=None, write_dict_id=true, pool=None))]
 #[allow(clippy::too_many_arguments)]
@@ -118,6 +125,9 @@ pub fn compress<'py>(
 /// Decompresses one or more zstd frames. Output larger than `max_output_size` bytes is refused
 /// (a frame that declares a larger size is refused before anything is allocated). Frames
 /// written with a dictionary need it as `zstd_dict`.
+///
+/// - `data`: the frames, any bytes-like object; concatenated frames are decompressed in turn.
+#[doc = doc_pool!()]
 #[pyfunction]
 #[pyo3(signature = (data, *, max_output_size=1073741824, zstd_dict=None, pool=None))]
 pub fn decompress<'py>(
@@ -139,6 +149,10 @@ pub fn decompress<'py>(
 
 /// Decompresses zstd frames into `out`, a writable buffer (bytearray, numpy array...).
 /// Returns the number of bytes written; fails if they do not fit.
+///
+/// - `data`: the frames, any bytes-like object.
+/// - `zstd_dict`: the `ZstdDict` the frames were written with, or None.
+#[doc = doc_pool!()]
 #[pyfunction]
 #[pyo3(signature = (data, out, *, zstd_dict=None, pool=None))]
 pub fn decompress_into<'py>(
@@ -161,6 +175,14 @@ pub fn decompress_into<'py>(
 /// Borrows a compression context from the pool for a series of calls (with `zstd_dict`, all
 /// of them use that dictionary). Use it as a context manager, or call `close()`; it also goes
 /// back when collected.
+///
+/// - `level`: the zstd level, from `MIN_LEVEL` (negative: faster) to `MAX_LEVEL` (22);
+///   0 means the default, 3.
+/// - `checksum`: append a 32-bit content checksum to the frame, checked when it is read.
+/// - `window_log`: the window's size as a power of two (10 to 31 on 64-bit builds); None
+///   lets the level choose. A reader needs at least that much memory.
+/// - `write_dict_id`: record the dictionary's id in each frame's header.
+#[doc = doc_pool!()]
 #[pyfunction]
 #[pyo3(signature = (level=3, *, checksum=false, window_log=None, zstd_dict=None, write_dict_id=true, pool=None))]
 pub fn compressor(
@@ -186,6 +208,10 @@ pub fn compressor(
 
 /// Borrows a decompression context from the pool for a series of calls (with `zstd_dict`, for
 /// frames written with that dictionary).
+///
+/// - `max_output_size`: the most bytes one call may return (default 1 GiB); a frame that
+///   would exceed it raises `OutputLimitError`.
+#[doc = doc_pool!()]
 #[pyfunction]
 #[pyo3(signature = (*, max_output_size=1073741824, zstd_dict=None, pool=None))]
 pub fn decompressor(
@@ -304,8 +330,8 @@ pub struct PyDecompressor {
 
 #[pymethods]
 impl PyDecompressor {
-    /// Decompresses one or more zstd frames, refusing output past `max_output_size`
-    /// (default: the limit given when the lease was taken).
+    /// Decompresses one or more zstd frames in `data` (any bytes-like object), refusing output
+    /// past `max_output_size` (default: the limit given when the lease was taken).
     #[pyo3(signature = (data, *, max_output_size=None))]
     fn decompress<'py>(
         &self,
@@ -322,7 +348,8 @@ impl PyDecompressor {
         decompress_one(py, &mut lease, view.as_slice(), limit)
     }
 
-    /// Decompresses into the writable buffer `out`; returns the number of bytes written.
+    /// Decompresses the frames in `data` into the writable buffer `out`; returns the number of
+    /// bytes written.
     fn decompress_into(
         &self,
         py: Python<'_>,
@@ -361,10 +388,20 @@ fn views(buffers: &Bound<'_, PyAny>) -> PyResult<Vec<ByteView>> {
         .collect()
 }
 
-/// Tags an error with the index of the input that caused it.
 /// Compresses many buffers in one call, in parallel on `threads` threads (default: as many
 /// as help for the total size), each with its own pooled context. Returns a list of frames in
 /// input order, each exactly sized.
+///
+/// - `buffers`: an iterable of bytes-like objects; an error names the one that failed
+///   (`buffers[i]`).
+/// - `level`: the zstd level, from `MIN_LEVEL` (negative: faster) to `MAX_LEVEL` (22);
+///   0 means the default, 3.
+/// - `checksum`: append a 32-bit content checksum to the frame, checked when it is read.
+/// - `window_log`: the window's size as a power of two (10 to 31 on 64-bit builds); None
+///   lets the level choose. A reader needs at least that much memory.
+/// - `zstd_dict`: a `ZstdDict` to compress with, or None.
+/// - `write_dict_id`: record the dictionary's id in the frame header.
+#[doc = doc_pool!()]
 #[pyfunction]
 #[pyo3(signature = (buffers, level=3, *, checksum=false, window_log=None, zstd_dict=None, write_dict_id=true, threads=None, pool=None))]
 #[allow(clippy::too_many_arguments)]
@@ -413,6 +450,11 @@ pub fn compress_many<'py>(
 
 /// Decompresses many zstd inputs in one call, in parallel, each output at most
 /// `max_output_size` bytes. Returns a list of bytes in input order; an error names the input.
+///
+/// - `buffers`: an iterable of bytes-like objects, each one or more frames.
+/// - `zstd_dict`: the `ZstdDict` the frames were written with, or None.
+/// - `threads`: how many threads decompress (default: as many as help for the total size).
+#[doc = doc_pool!()]
 #[pyfunction]
 #[pyo3(signature = (buffers, *, max_output_size=1073741824, zstd_dict=None, threads=None, pool=None))]
 pub fn decompress_many<'py>(

@@ -3,6 +3,8 @@
 //! check lives in the core's `params`.
 
 mod args;
+#[macro_use]
+mod doc_keywords;
 mod batch_stream;
 mod buffer;
 mod bytes_output;

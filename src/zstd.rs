@@ -292,6 +292,12 @@ struct CompressState {
 /// A streaming compressor (`compression.zstd.ZstdCompressor`): `compress(data, mode)` and
 /// `flush(mode)` with the modes `CONTINUE`, `FLUSH_BLOCK` and `FLUSH_FRAME`. Its context
 /// comes from the pool with its first call of a frame and goes back when the frame ends.
+///
+/// - `level`: the zstd level (default 3); not with a level in `options`.
+/// - `options`: a dict of `CompressionParameter` to int, as `compression.zstd` takes it.
+/// - `zstd_dict`: a `ZstdDict` (or its `as_digested_dict`, `as_undigested_dict` or
+///   `as_prefix`) to compress with.
+#[doc = doc_pool!()]
 #[pyclass(name = "ZstdCompressor", module = "zstdpool.zstd", subclass)]
 pub struct PyZstdCompressor {
     params: CompressParams,
@@ -398,8 +404,8 @@ impl PyZstdCompressor {
         Ok(PyBytes::new(py, &out))
     }
 
-    /// Ends the block (`FLUSH_BLOCK`) or the frame (`FLUSH_FRAME`, the default), returning
-    /// what is left of its output.
+    /// Ends the block (`mode=FLUSH_BLOCK`) or the frame (`mode=FLUSH_FRAME`, the default),
+    /// returning what is left of its output.
     #[pyo3(signature = (mode=2))] // FLUSH_FRAME, as above
     fn flush<'py>(&self, py: Python<'py>, mode: i32) -> PyResult<Bound<'py, PyBytes>> {
         if mode != FLUSH_BLOCK && mode != FLUSH_FRAME {
@@ -426,8 +432,8 @@ impl PyZstdCompressor {
         Ok(PyBytes::new(py, &out))
     }
 
-    /// The size of the next frame's data, written in its header and checked (None:
-    /// unknown). Only between frames (`last_mode == FLUSH_FRAME`).
+    /// Pledges `size`, the size of the next frame's data, written in its header and checked
+    /// (None: unknown). Only between frames (`last_mode == FLUSH_FRAME`).
     fn set_pledged_input_size(
         &self,
         py: Python<'_>,
@@ -493,6 +499,10 @@ struct DecompressState {
 /// A streaming decompressor of one frame (`compression.zstd.ZstdDecompressor`):
 /// `decompress(data, max_length=-1)`, with `eof`, `needs_input` and `unused_data`. Its
 /// context comes from the pool with its first call and goes back when the frame ends.
+///
+/// - `zstd_dict`: the `ZstdDict` (or its `as_prefix`) the frame was written with.
+/// - `options`: a dict of `DecompressionParameter` to int, as `compression.zstd` takes it.
+#[doc = doc_pool!()]
 #[pyclass(name = "ZstdDecompressor", module = "zstdpool.zstd", subclass)]
 pub struct PyZstdDecompressor {
     params: DecompressParams,

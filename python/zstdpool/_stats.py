@@ -12,10 +12,20 @@ import pyarrow.ipc
 # pyarrow has no type information: its records are `Any` to mypy.
 class WriteStats(pyarrow.ipc.WriteStats):  # type: ignore[misc]
     """What an IPC writer has written: ``pyarrow.ipc.WriteStats``'s five fields, counted as it
-    counts them (messages, the schema's among them and the end-of-stream marker not; record
-    batches, dictionary batches, deltas and replaced dictionaries), and two attributes that
-    are not tuple items, so that the record still equals pyarrow's: the message bodies' bytes
-    as laid out uncompressed and as written."""
+    counts them, and two attributes that are not tuple items, so that the record still
+    equals pyarrow's:
+
+    - ``num_messages``: the messages written, the schema's among them and the end-of-stream
+      marker not;
+    - ``num_record_batches``: the record batches;
+    - ``num_dictionary_batches``: the dictionary batches, deltas and replacements included;
+    - ``num_dictionary_deltas``: the dictionary batches that were deltas;
+    - ``num_replaced_dictionaries``: the dictionary batches that replaced a dictionary;
+    - ``total_raw_body_size``: the message bodies' bytes as laid out uncompressed (0 when
+      not given);
+    - ``total_serialized_body_size``: the message bodies' bytes as written (0 when not
+      given).
+    """
 
     total_raw_body_size: int
     total_serialized_body_size: int
@@ -53,7 +63,9 @@ class WriteStats(pyarrow.ipc.WriteStats):  # type: ignore[misc]
 
 
 class ReadStats(pyarrow.ipc.ReadStats):  # type: ignore[misc]
-    """What an IPC reader has read, as ``pyarrow.ipc.ReadStats`` counts it (the schema's
-    message is counted at open)."""
+    """What an IPC reader has read, as ``pyarrow.ipc.ReadStats`` counts it: ``num_messages``
+    (the schema's message is counted at open), ``num_record_batches``,
+    ``num_dictionary_batches`` (deltas and replacements included), ``num_dictionary_deltas``
+    and ``num_replaced_dictionaries`` (dictionary batches that replaced a dictionary)."""
 
     __slots__ = ()

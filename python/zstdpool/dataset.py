@@ -114,6 +114,11 @@ class Dataset:
     ``columns`` is a list of names, or a dict of output names to Expressions (pyarrow
     evaluates them on the rows read). Rows come in file order (files sorted by path), each
     file's in its order.
+
+    A Dataset is made by :func:`dataset`, not constructed directly: ``scanner`` is the core's
+    scanner of the files, ``format`` "parquet" or "ipc", ``filter`` the dataset's own filter
+    (None: none; a read's filter applies on top of it), and ``opened`` how the source was
+    opened (what ``replace_schema`` opens again and a pickle holds; None: neither works).
     """
 
     def __init__(
@@ -214,7 +219,11 @@ class Dataset:
         use_threads: bool = True,
         threads: int | None = None,
     ) -> Scanner:
-        """A ``Scanner`` of this dataset's rows, as ``pyarrow.dataset.Dataset.scanner``."""
+        """A ``Scanner`` of this dataset's rows, as ``pyarrow.dataset.Dataset.scanner``, its
+        reads fixed to ``columns`` (None: all) and the rows ``filter`` keeps (None: all), in
+        batches of at most ``batch_size`` rows, with ``readahead_bytes`` read ahead, on
+        ``threads`` threads (every core by default; one with ``use_threads=False``): the
+        keywords of ``to_batches``."""
         return Scanner.from_dataset(
             self,
             columns=columns,
@@ -380,7 +389,18 @@ class Dataset:
         """The rows ``to_table`` returns, as batches of at most ``batch_size`` rows (a row
         group's by default), read a window of files at a time: files that decode to at most
         ``readahead_bytes`` (or one file that decodes to more) are read ahead of the
-        consumer, weighed from their footers before they are read."""
+        consumer, weighed from their footers before they are read.
+
+        - ``columns``: the columns to read (names, dotted paths into structs, or a dict of
+          output names to Expressions); None reads all.
+        - ``filter``: an Expression or pyarrow's ``filters`` forms, applied on top of the
+          dataset's own filter; None adds none.
+        - ``batch_size``: the most rows in a batch; None yields batches as the files hold them.
+        - ``readahead_bytes``: how much decoded data is read ahead (64 MiB by default).
+        - ``use_threads``: as in pyarrow; False reads on one thread.
+        - ``threads``: how many threads read (every core by default); overrides
+          ``use_threads``.
+        """
         names, projection = self._columns(columns)
         stream, names, expression = self._stream(
             names, filter, batch_size, readahead_bytes, use_threads, threads
@@ -457,7 +477,10 @@ class Dataset:
         use_threads: bool = True,
         threads: int | None = None,
     ) -> pa.RecordBatchReader:
-        """``to_batches`` as a ``pyarrow.RecordBatchReader``."""
+        """``to_batches`` as a ``pyarrow.RecordBatchReader``, with its keywords: ``columns``
+        to read (None: all), the rows ``filter`` keeps (None: all), at most ``batch_size`` rows
+        a batch (None: as the files hold them), ``readahead_bytes`` read ahead, on ``threads``
+        threads (every core by default; one with ``use_threads=False``)."""
         import pyarrow as pa
 
         names, projection = self._columns(columns)
@@ -473,7 +496,9 @@ class Dataset:
         self, filter: Any = None, *, use_threads: bool = True, threads: int | None = None
     ) -> int:
         """The rows ``filter`` keeps (all by default). Without a filter, or where partitions
-        and statistics tell, rows are counted from the files' footers without reading them."""
+        and statistics tell, rows are counted from the files' footers without reading them;
+        files that must be read are read on ``threads`` threads (every core by default; one
+        with ``use_threads=False``)."""
         _, tree, expression, files = self._plan(None, filter)
         n = self._threads(use_threads, threads)
         if expression is None:
@@ -489,8 +514,9 @@ class Dataset:
         use_threads: bool = True,
         threads: int | None = None,
     ) -> pa.Table:
-        """The first ``num_rows`` rows ``filter`` keeps, reading only as many files as
-        needed."""
+        """The first ``num_rows`` rows ``filter`` keeps (all by default), with ``columns``
+        (all by default), reading only as many files as needed, on ``threads`` threads (every
+        core by default; one with ``use_threads=False``)."""
         import pyarrow as pa
 
         if num_rows < 0:
@@ -519,7 +545,9 @@ class Dataset:
         threads: int | None = None,
     ) -> pa.Table:
         """The rows at ``indices`` (positions among the rows ``filter`` keeps, in
-        ``to_table``'s order), reading only the files up to the last of them."""
+        ``to_table``'s order), with ``columns`` (all by default), reading only the files up
+        to the last of them, on ``threads`` threads (every core by default; one with
+        ``use_threads=False``)."""
         import pyarrow as pa
         import pyarrow.compute as pc
 
@@ -560,7 +588,12 @@ def _project(table: pa.Table, projection: dict[str, pc.Expression]) -> pa.Table:
 class Scanner:
     """A read of a dataset made ready, as ``pyarrow.dataset.Scanner``: its columns, filter
     and batch size fixed, then ``to_table``, ``to_batches``, ``to_reader``, ``count_rows``,
-    ``head`` or ``take`` (each reads the files again)."""
+    ``head`` or ``take`` (each reads the files again).
+
+    Made by ``Scanner.from_dataset`` or ``Dataset.scanner``: ``dataset`` is the Dataset read;
+    ``columns``, ``filter``, ``batch_size``, ``readahead_bytes``, ``use_threads`` and
+    ``threads`` are fixed for every read, with the meanings ``Dataset.to_batches`` gives
+    them (a ``batch_size`` below 1 is refused)."""
 
     def __init__(
         self,
@@ -597,7 +630,11 @@ class Scanner:
         use_threads: bool = True,
         threads: int | None = None,
     ) -> Scanner:
-        """A scanner of ``dataset``'s rows (``Dataset.scanner`` is the same call)."""
+        """A scanner of ``dataset``'s rows (``Dataset.scanner`` is the same call), its reads
+        fixed to ``columns`` (None: all) and the rows ``filter`` keeps (None: all), in batches
+        of at most ``batch_size`` rows, with ``readahead_bytes`` read ahead, on ``threads``
+        threads (every core by default; one with ``use_threads=False``): the keywords of
+        ``Dataset.to_batches``."""
         if not isinstance(dataset, Dataset):
             raise TypeError(
                 f"dataset must be a zstdpool.dataset.Dataset, not '{type(dataset).__name__}'"
@@ -706,6 +743,9 @@ def dataset(
     that pyarrow or fsspec resolves ("memory://...", "hdfs://..."; ``storage_options`` go to
     fsspec). A local filesystem is read as local paths; any other through its own calls, each
     with the GIL (pyarrow's release it while they wait), 8 files at a time by default.
+
+    ``pool`` is the ``ContextPool`` whose contexts decompress the files when they are read
+    (None: the default pool).
     """
     return _open(
         source,
@@ -869,9 +909,10 @@ def _discovered(
 
 @dataclass(frozen=True)
 class WrittenFile:
-    """A file written, as ``file_visitor`` receives it (pyarrow's ``WrittenFile``): the path,
-    the Parquet footer (``pyarrow.parquet.FileMetaData``; None for IPC files and for files in
-    object stores) and the size in bytes."""
+    """A file written, as ``file_visitor`` receives it (pyarrow's ``WrittenFile``): its
+    ``path`` ("bucket/key" in an object store), ``metadata``, the Parquet footer
+    (``pyarrow.parquet.FileMetaData``; None for IPC files and for files that are not local,
+    such as an object store's), and its ``size`` in bytes."""
 
     path: str
     metadata: pq.FileMetaData | None

@@ -55,7 +55,9 @@ def write_feather(
     complete, so a failed write leaves nothing under its name; ``fsync=True`` also makes it
     survive a power loss. ``dest`` may also be a path of ``filesystem`` (any pyarrow or
     fsspec filesystem), a URI pyarrow or fsspec resolve, or an object store URL with
-    ``storage_options`` (see ``zstdpool.dataset.dataset``).
+    ``storage_options`` (see ``zstdpool.dataset.dataset``). Contexts are leased from
+    ``pool`` (None: the default pool). ``version`` must be 2 (pyarrow's default): version 1
+    is refused with ``ParameterError``.
 
     Unlike ``pyarrow.feather``, None means uncompressed rather than "the default codec".
     """
@@ -101,8 +103,14 @@ def read_table(
 ) -> pa.Table:
     """Reads a Feather (version 2) file into a pyarrow Table; ``columns`` (names or indices)
     selects columns, in the order given, and only their buffers are decompressed.
-    ``source`` may be a path of ``filesystem``, a URI, or an object store URL with
-    ``storage_options``, as ``write_feather``'s ``dest``."""
+    ``source`` is a path, a bytes-like object or a binary file object; it may also be a path
+    of ``filesystem``, a URI, or an object store URL with ``storage_options``, as
+    ``write_feather``'s ``dest``.
+
+    ``use_threads`` is pyarrow's: True decompresses a large batch's buffers in parallel,
+    False on one thread. ``memory_map`` is accepted, as pyarrow's, and has no effect (the
+    file is read through ordinary reads: see the module's docstring). Contexts are leased
+    from ``pool`` (None: the default pool)."""
     import pyarrow as pa
 
     del memory_map  # read through ordinary reads either way (see the module's docstring)
@@ -155,8 +163,13 @@ def read_feather(
     memory_map: bool = False,
     **kwargs: Any,
 ) -> Any:
-    """Reads a Feather (version 2) file into a pandas DataFrame; ``kwargs`` go to
-    ``pyarrow.Table.to_pandas``."""
+    """Reads a Feather (version 2) file into a pandas DataFrame, as ``pyarrow.feather``.
+
+    ``source``, ``columns`` and ``memory_map`` are ``read_table``'s: the file, the columns
+    to read (names or indices, in the order given; None: all) and a flag that has no
+    effect. ``use_threads`` (pyarrow's) decompresses and converts on several threads; False
+    does both on one. ``pool``, ``filesystem`` and ``storage_options`` in ``kwargs`` go to
+    ``read_table``, the other ``kwargs`` to ``pyarrow.Table.to_pandas``."""
     table = read_table(
         source,
         columns=columns,

@@ -59,7 +59,14 @@ __all__ = ["ParquetModel", "ParquetWriter", "install", "installed", "uninstall"]
 
 
 class ParquetWriter(FileFormatWriter):
-    """One Iceberg data file, written by zstdpool's ``ParquetWriter`` (see the module)."""
+    """One Iceberg data file, written by zstdpool's ``ParquetWriter`` (see the module).
+
+    pyiceberg makes it through :meth:`ParquetModel.create_writer`: ``output_file`` is the
+    pyiceberg ``OutputFile`` to write (created, overwriting, at the first ``write``);
+    ``file_schema`` the file's Iceberg schema (its field ids and which statistics to keep);
+    ``properties`` the table's properties, whose ``write.parquet.*`` keys give the codec and
+    level, the page and dictionary page sizes, the page row limit and the row group row limit.
+    """
 
     _result: DataFileStatistics | None
 
@@ -77,6 +84,9 @@ class ParquetWriter(FileFormatWriter):
         )
 
     def write(self, table: pa.Table) -> None:
+        """pyiceberg's call, once or more per file: writes ``table`` (a ``pyarrow.Table`` in
+        the file's schema) in row groups of at most ``write.parquet.row-group-limit`` rows.
+        The first call creates the file."""
         if self._writer is None:
             stream = self._output_file.create(overwrite=True)
             try:
@@ -93,6 +103,10 @@ class ParquetWriter(FileFormatWriter):
         self._writer.write(table, row_group_size=self._row_group_size)
 
     def close(self) -> DataFileStatistics:
+        """pyiceberg's call at the end of the file: writes the footer, closes the stream and
+        returns the ``DataFileStatistics`` pyiceberg computes from the footer for the
+        manifest (the same ones again if called again). A writer that was never written to
+        raises ``ValueError``."""
         if self._result is not None:
             return self._result
         if self._writer is None or self._stream is None:
@@ -110,7 +124,11 @@ class ParquetWriter(FileFormatWriter):
 
 
 class ParquetModel:
-    """pyiceberg's Parquet file-format model, with :class:`ParquetWriter` as its writer."""
+    """pyiceberg's Parquet file-format model, with :class:`ParquetWriter` as its writer.
+
+    ``replaced`` is the model it stands in for (pyiceberg's own, as :func:`install` passes
+    it), which still adds the Arrow field metadata.
+    """
 
     def __init__(self, replaced: Any) -> None:
         # Field metadata (field ids) is pyarrow's business either way: the model it
@@ -122,16 +140,23 @@ class ParquetModel:
         return FileFormat.PARQUET
 
     def file_extension(self) -> str:
+        """``"parquet"``: the extension pyiceberg gives the data files."""
         return "parquet"
 
     def create_writer(
         self, output_file: OutputFile, file_schema: Schema, properties: Properties
     ) -> ParquetWriter:
+        """pyiceberg's hook, called once per data file on its thread pool: a
+        :class:`ParquetWriter` of ``output_file`` with the file's Iceberg ``file_schema`` and
+        the table's ``properties``."""
         return ParquetWriter(output_file, file_schema, properties)
 
     def add_field_metadata(
         self, field: NestedField, metadata: dict[bytes, bytes], include_field_ids: bool
     ) -> None:
+        """pyiceberg's hook for the Arrow field metadata of the files, left to the replaced
+        model: it adds ``field``'s field id to the Arrow field's ``metadata`` when
+        ``include_field_ids`` is true."""
         self._replaced.add_field_metadata(field, metadata, include_field_ids)
 
 

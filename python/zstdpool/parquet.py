@@ -198,6 +198,7 @@ def read_table(
     with pooled contexts. ``row_groups`` and ``max_page_size`` apply to a single file. With
     ``page_checksum_verification``, each page whose header gives a CRC (pyarrow's and
     zstdpool's ``write_page_checksum=True``) is checked against it, and a mismatch raises.
+    Contexts are leased from ``pool`` (None: the default pool).
 
     ``source`` may be an object store URL ("s3://bucket/key" or a prefix), or a list of them,
     with ``storage_options`` as ``zstdpool.dataset.dataset`` takes them, or a path of
@@ -264,7 +265,10 @@ def read_table(
 
 def read_pandas(source: Any, *, columns: Sequence[str] | None = None, **kwargs: Any) -> pa.Table:
     """pyarrow's ``read_pandas``: ``read_table`` with the pandas index columns the file's
-    metadata names read too, so that ``to_pandas()`` restores the index."""
+    metadata names read too, so that ``to_pandas()`` restores the index. ``source`` is
+    ``read_table``'s (a file, a directory, a list of files or a URL), ``columns`` the columns
+    to read besides the index (None: all), and ``kwargs`` are ``read_table``'s other
+    keywords."""
     return read_table(source, columns=columns, use_pandas_metadata=True, **kwargs)
 
 

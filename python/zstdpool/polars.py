@@ -178,7 +178,19 @@ def scan_dataset(
 ) -> pl.LazyFrame:
     """A polars ``LazyFrame`` of the dataset at ``source`` (the arguments of
     ``zstdpool.dataset.dataset``), read by zstdpool with the projection, the predicate,
-    ``n_rows`` and ``batch_size`` polars pushes down."""
+    ``n_rows`` and ``batch_size`` polars pushes down.
+
+    - ``source``: a directory, a file, a list of files, a URI or an object store URL.
+    - ``format``: "parquet" (the default), or "ipc", "arrow" or "feather" for Arrow IPC files.
+    - ``partitioning``: "hive" (the default), a list of directory field names, a pyarrow
+      Partitioning, or None.
+    - ``schema``: the schema to read the files as; None takes the first file's.
+    - ``filesystem``, ``storage_options``: a pyarrow or fsspec filesystem to read through,
+      and an object store's options, as ``zstdpool.dataset.dataset`` takes them.
+    - ``pool``: the ``ContextPool`` that decompresses the files; None is the default pool.
+    - ``readahead_bytes``: how much decoded data is read ahead of polars (64 MiB by default),
+      as in ``Dataset.to_batches``.
+    """
     dataset = _zd.dataset(
         source,
         format=format,
@@ -262,10 +274,11 @@ def write_dataset(
     chunk_size: int | None = None,
     **options: Any,
 ) -> list[_Written]:
-    """Writes ``data`` as a dataset with ``zstdpool.dataset.write_dataset`` (``options`` are
-    its keywords: ``partitioning``, ``format``, ``storage_options``, ...). A LazyFrame is
-    streamed batch by batch (``collect_batches``, batches of ``chunk_size`` rows by default
-    polars' own), never collected whole."""
+    """Writes ``data`` as a dataset under ``base_dir`` (a directory, or an object store URL)
+    with ``zstdpool.dataset.write_dataset`` (``options`` are its keywords:
+    ``partitioning``, ``format``, ``storage_options``, ...). A LazyFrame is streamed batch
+    by batch (``collect_batches``, batches of ``chunk_size`` rows by default polars' own),
+    never collected whole; a DataFrame is written as it is."""
     if isinstance(data, pl.DataFrame):
         return _zd.write_dataset(data.to_arrow(), base_dir, **options)
     if not isinstance(data, pl.LazyFrame):

@@ -166,9 +166,10 @@ class DatasetDatasink(Datasink[list[str]]):
     ``mode`` is what a write does where files already are, as Ray's ``SaveMode``: "append"
     (the default: add files beside them), "overwrite" (delete them first), "error" (refuse)
     or "ignore" (write nothing). ``filesystem`` and ``storage_options`` are
-    ``write_dataset``'s, as are the other keywords (``compression``, ``level``,
+    ``write_dataset``'s, as are the other keywords, ``options`` (``compression``, ``level``,
     ``max_rows_per_file``, ``max_rows_per_group``, ``file_options``, ``threads``, ...),
-    checked here, on the driver, before any task runs.
+    checked here, on the driver, before any task runs; those the datasink sets itself
+    (``basename_template``, ``existing_data_behavior``, ...) and ``pool`` are refused.
     """
 
     def __init__(
@@ -230,6 +231,10 @@ class DatasetDatasink(Datasink[list[str]]):
         return re.search(pattern, name) is not None
 
     def on_write_start(self, schema: pa.Schema | None = None) -> None:
+        """Ray's call on the driver before the write tasks run (``write_dataset`` makes it
+        earlier itself): draws the write's id and applies ``mode`` to the files already under
+        ``path``. ``schema``, the first block's that Ray passes, is not used. Called again
+        during the same write, it does nothing."""
         if self._write_id is not None:
             return
         self._write_id = uuid.uuid4().hex
@@ -250,6 +255,11 @@ class DatasetDatasink(Datasink[list[str]]):
             files.clear()
 
     def write(self, blocks: Iterable[Any], ctx: TaskContext) -> list[str]:
+        """Ray's call in each write task: the task's ``blocks`` (in any block format Ray
+        has), streamed as Arrow batches into ``zstdpool.dataset.write_dataset`` in the first
+        non-empty block's schema (later blocks are cast to it), the files named after the
+        write's id and the task index in ``ctx``, Ray's ``TaskContext``. Returns the paths
+        written (none for empty blocks, or under mode "ignore")."""
         if self._skip:
             return []
         tables = (BlockAccessor.for_block(b).to_arrow() for b in blocks)
@@ -282,12 +292,17 @@ class DatasetDatasink(Datasink[list[str]]):
         return [f["path"] for f in written]
 
     def on_write_complete(self, write_result: WriteResult[list[str]]) -> None:
+        """Ray's call on the driver once every task is done: ``written_files`` becomes the
+        paths the tasks returned (``write_result.write_returns``), sorted, and the next
+        write through this datasink is a new one."""
         self.written_files = sorted(p for paths in write_result.write_returns for p in paths)
         self._write_id = None  # the next write through this datasink is a new one
 
     def on_write_failed(self, error: Exception) -> None:
-        """Removes the files that carry the failed write's id: what its tasks left (each
-        whole; none is half-written)."""
+        """Ray's call on the driver when the write fails: removes the files that carry the
+        failed write's id, what its tasks left (each whole; none is half-written). ``error``
+        is the error Ray reports; if the clean-up fails, a note saying so is added to it
+        (``add_note``) rather than raised."""
         if self._write_id is None or self._skip:
             self._write_id = None
             return
@@ -337,7 +352,16 @@ class DatasetDatasource(Datasource):
     """A zstdpool dataset read by Ray: ``source`` and the other keywords are
     ``zstdpool.dataset.dataset``'s; ``columns`` and ``filter`` (pyarrow's ``filters`` forms
     or an Expression) are read's, and Ray's own ``select_columns`` and ``filter(expr=...)``
-    are pushed down on top of them (see the module)."""
+    are pushed down on top of them (see the module).
+
+    - ``format``: "parquet" (the default), or "ipc", "arrow" or "feather".
+    - ``partitioning``: "hive" (the default), a pyarrow ``HivePartitioning``, or None; other
+      partitionings are refused, since each task opens its files as a list.
+    - ``schema``: the schema to read the files as; None takes the first file's.
+    - ``filesystem``, ``storage_options``: a pyarrow or fsspec filesystem, or an object
+      store's options, as ``zstdpool.dataset.dataset`` takes them.
+    - ``ignore_prefixes``: names left out when a directory is listed ("." and "_").
+    """
 
     def __init__(
         self,
@@ -401,12 +425,15 @@ class DatasetDatasource(Datasource):
         )
 
     def get_name(self) -> str:
+        """``"ZstdpoolDataset"``: the name Ray gives the read tasks."""
         return "ZstdpoolDataset"
 
     def supports_projection_pushdown(self) -> bool:
+        """True: Ray pushes column selections (``select_columns``) into the read."""
         return True
 
     def supports_predicate_pushdown(self) -> bool:
+        """True: Ray pushes predicates (``filter(expr=...)``) into the read."""
         return True
 
     def _size(self, files: Sequence[str]) -> int | None:
@@ -419,6 +446,8 @@ class DatasetDatasource(Datasource):
             return None
 
     def estimate_inmemory_data_size(self) -> int | None:
+        """Ray's size estimate for planning: the files' bytes on disk where they are local;
+        None (unknown) for an object store's files or a filesystem object's."""
         return self._size(self._dataset.files)
 
     def _read_filter(self) -> Any:
@@ -438,6 +467,13 @@ class DatasetDatasource(Datasource):
         per_task_row_limit: int | None = None,
         data_context: Any = None,
     ) -> list[ReadTask]:
+        """Ray's call on the driver: the files left once partitions are pruned (by the
+        datasource's ``filter`` and Ray's pushed-down predicate), split into at most
+        ``parallelism`` read tasks of a group of files each (never more tasks than files; one
+        per file when ``parallelism`` is not positive). Each task yields tables of about the
+        ``target_max_block_size`` of ``data_context`` (None: the current ``DataContext``;
+        128 MiB when unset); ``per_task_row_limit`` is handed to each ``ReadTask``, which
+        stops at that many rows."""
         filter = self._read_filter()
         files = self._dataset.files
         if filter is not None:
@@ -480,7 +516,9 @@ def write_dataset(
     **options: Any,
 ) -> list[str]:
     """Writes ``ds`` under ``path`` through a ``DatasetDatasink`` (whose keywords ``options``
-    are) and returns the files written."""
+    are) and returns the files written. ``concurrency`` (the most write tasks run at once)
+    and ``ray_remote_args`` (the tasks' Ray options, such as ``num_cpus``) are
+    ``Dataset.write_datasink``'s; None leaves them to Ray."""
     sink = DatasetDatasink(path, **options)
     # The save mode is settled before Ray runs the dataset: "ignore" over existing files
     # computes nothing. (Ray calls on_write_start again when the first block is ready, which
@@ -502,7 +540,10 @@ def read_dataset(
     **options: Any,
 ) -> ray.data.Dataset:
     """A Ray dataset of ``source`` read through a ``DatasetDatasource`` (whose keywords
-    ``options`` are)."""
+    ``options`` are). ``parallelism`` (how many read tasks; -1, the default, lets Ray choose,
+    and there are never more tasks than files), ``concurrency`` (the most read tasks run at
+    once) and ``ray_remote_args`` (the tasks' Ray options) are
+    ``ray.data.read_datasource``'s."""
     return ray.data.read_datasource(
         DatasetDatasource(source, **options),
         parallelism=parallelism,

@@ -82,7 +82,13 @@ zstd_version_info: tuple[int, int, int] = tuple(  # type: ignore[assignment]
 
 
 class CompressionParameter(enum.IntEnum):
-    """zstd's compression parameters, the keys of a compressor's ``options``."""
+    """zstd's compression parameters, the keys of a compressor's ``options``.
+
+    As for any ``IntEnum``, ``CompressionParameter(value)`` is the member numbered
+    ``value``. The call's other parameters, ``names``, ``module``, ``qualname``, ``type``,
+    ``start`` and ``boundary``, are ``enum``'s functional API for making an enum, which an
+    enum with members refuses.
+    """
 
     compression_level = 100
     window_log = 101
@@ -110,7 +116,13 @@ class CompressionParameter(enum.IntEnum):
 
 
 class DecompressionParameter(enum.IntEnum):
-    """zstd's decompression parameters, the keys of a decompressor's ``options``."""
+    """zstd's decompression parameters, the keys of a decompressor's ``options``.
+
+    As for any ``IntEnum``, ``DecompressionParameter(value)`` is the member numbered
+    ``value``. The call's other parameters, ``names``, ``module``, ``qualname``, ``type``,
+    ``start`` and ``boundary``, are ``enum``'s functional API for making an enum, which an
+    enum with members refuses.
+    """
 
     window_log_max = 100
 
@@ -121,7 +133,13 @@ class DecompressionParameter(enum.IntEnum):
 
 class Strategy(enum.IntEnum):
     """zstd's match-finding strategies, from the fastest to the strongest: the values of
-    ``CompressionParameter.strategy``."""
+    ``CompressionParameter.strategy``.
+
+    As for any ``IntEnum``, ``Strategy(value)`` is the member numbered ``value``. The call's
+    other parameters, ``names``, ``module``, ``qualname``, ``type``, ``start`` and
+    ``boundary``, are ``enum``'s functional API for making an enum, which an enum with
+    members refuses.
+    """
 
     fast = 1
     dfast = 2
@@ -136,8 +154,9 @@ class Strategy(enum.IntEnum):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class FrameInfo:
-    """What a frame's header says: its data's size (None when it was not written) and the
-    id of the dictionary it needs (0 for none). Read-only, as ``compression.zstd``'s."""
+    """What a frame's header says: ``decompressed_size``, its data's size (None when it was
+    not written), and ``dictionary_id``, the id of the dictionary it needs (0 for none).
+    Read-only, as ``compression.zstd``'s."""
 
     decompressed_size: int | None
     dictionary_id: int
@@ -160,7 +179,11 @@ def compress(
     options: dict[int, int] | None = None,
     zstd_dict: ZstdDict | tuple[ZstdDict, int] | None = None,
 ) -> bytes:
-    """``data`` as one zstd frame, with a context from the pool."""
+    """``data`` as one zstd frame, with a context from the pool. As in ``compression.zstd``,
+    ``level`` (``COMPRESSION_LEVEL_DEFAULT``, 3, when None) or ``options`` (a dict of
+    ``CompressionParameter`` to values; not both) sets the compression, and ``zstd_dict``
+    is a ``ZstdDict`` to compress with (or one of its ``as_digested_dict``,
+    ``as_undigested_dict`` or ``as_prefix`` forms)."""
     compressor = ZstdCompressor(level=level, options=options, zstd_dict=zstd_dict)
     return compressor.compress(data, mode=ZstdCompressor.FLUSH_FRAME)
 
@@ -171,7 +194,9 @@ def decompress(
     options: dict[int, int] | None = None,
 ) -> bytes:
     """The data of every frame of ``data``, one after another (skippable frames give none).
-    Raises ZstdError when the data ends inside a frame."""
+    Raises ZstdError when the data ends inside a frame. As in ``compression.zstd``,
+    ``zstd_dict`` is the ``ZstdDict`` the frames were compressed with (or one of its
+    ``as_*`` forms), and ``options`` a dict of ``DecompressionParameter`` to values."""
     parts = []
     while True:
         decompressor = ZstdDecompressor(zstd_dict=zstd_dict, options=options)
@@ -306,6 +331,11 @@ class ZstdFile(io.BufferedIOBase):
     frames, and seeks by reading (backwards, from the start). Writing compresses into one
     frame, ended at ``close()``; ``flush()`` ends a block (``FLUSH_BLOCK``, the default) or
     the frame (``FLUSH_FRAME``).
+
+    When writing, ``level`` (3 when None) or ``options`` (a dict of ``CompressionParameter``
+    to values; not both) sets the compression; when reading, ``options`` is a dict of
+    ``DecompressionParameter`` to values and a ``level`` is refused. ``zstd_dict`` is the
+    ``ZstdDict`` the frames are compressed with (or one of its ``as_*`` forms).
     """
 
     FLUSH_BLOCK = ZstdCompressor.FLUSH_BLOCK
@@ -392,8 +422,9 @@ class ZstdFile(io.BufferedIOBase):
         return length
 
     def flush(self, mode: int = FLUSH_BLOCK) -> None:
-        """Writes out what the compressor holds: the block (``FLUSH_BLOCK``) or the frame's
-        end (``FLUSH_FRAME``). Does nothing when reading."""
+        """Writes out what the compressor holds: with ``mode`` ``FLUSH_BLOCK`` (the default)
+        the block, with ``FLUSH_FRAME`` the frame's end. Does nothing when reading, or when
+        the last flush had the same ``mode``."""
         if self._mode == _MODE_READ:
             return
         self._check_not_closed()
@@ -428,11 +459,15 @@ class ZstdFile(io.BufferedIOBase):
         return self._buffer.read1(size)
 
     def readinto(self, b: Any) -> int:
+        """Decompressed bytes into ``b`` (a writable buffer), as many as fit or are left;
+        returns how many (0 at the end)."""
         self._check_can_read()
         assert self._buffer is not None
         return self._buffer.readinto(b)
 
     def readinto1(self, b: Any) -> int:
+        """Decompressed bytes into ``b`` (a writable buffer), with at most one read of the
+        underlying file; returns how many (0 at the end)."""
         self._check_can_read()
         assert self._buffer is not None
         return self._buffer.readinto1(b)
@@ -445,13 +480,16 @@ class ZstdFile(io.BufferedIOBase):
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         """Moves to ``offset`` of the decompressed data, by reading (from the start, when
-        backwards): slow."""
+        backwards): slow. ``whence`` is ``io.SEEK_SET`` (the default: from the start),
+        ``io.SEEK_CUR`` (from the position) or ``io.SEEK_END`` (from the end, which reads the
+        whole file first). Returns the new position; reading only."""
         self._check_can_read()
         assert self._buffer is not None
         return self._buffer.seek(offset, whence)
 
     def peek(self, size: int = -1) -> bytes:
-        """Decompressed bytes ahead, without moving (at least one, unless at the end)."""
+        """Decompressed bytes ahead, without moving (at least one, unless at the end).
+        ``size`` is a hint, as for ``io.BufferedReader.peek``: more or fewer may come."""
         self._check_can_read()
         assert self._buffer is not None
         return self._buffer.peek(size)
@@ -471,6 +509,7 @@ class ZstdFile(io.BufferedIOBase):
         return self._pos
 
     def fileno(self) -> int:
+        """The file descriptor of the underlying file."""
         self._check_not_closed()
         return int(self._fp.fileno())
 
@@ -488,13 +527,16 @@ class ZstdFile(io.BufferedIOBase):
         return self._mode == _MODE_CLOSED
 
     def seekable(self) -> bool:
+        """True when reading a seekable file (``seek`` reads to its target)."""
         return self.readable() and bool(self._buffer is not None and self._buffer.seekable())
 
     def readable(self) -> bool:
+        """True when the file was opened for reading."""
         self._check_not_closed()
         return self._mode == _MODE_READ
 
     def writable(self) -> bool:
+        """True when the file was opened for writing."""
         self._check_not_closed()
         return self._mode == _MODE_WRITE
 
@@ -523,9 +565,11 @@ def open(  # noqa: A001 - compression.zstd's name
     errors: str | None = None,
     newline: str | None = None,
 ) -> Any:
-    """A ``ZstdFile`` on ``file`` in binary mode ("rb", "wb", ...), or a text stream over
-    one in text mode ("rt", "wt", "at", "xt"), with ``encoding``, ``errors`` and
-    ``newline`` as ``io.TextIOWrapper`` takes them."""
+    """A ``ZstdFile`` on ``file`` in binary ``mode`` ("rb", the default, "wb", "ab", "xb"),
+    or a text stream over one in text mode ("rt", "wt", "at", "xt"), with ``encoding``,
+    ``errors`` and ``newline`` as ``io.TextIOWrapper`` takes them. ``level``, ``options``
+    and ``zstd_dict`` are ``ZstdFile``'s: the compression level or parameters (not both),
+    and the dictionary."""
     text = "t" in mode
     if "b" in mode and text:
         raise ValueError(f"Invalid mode: {mode!r}")

@@ -118,6 +118,10 @@ impl NextBatch for StreamReader<InputSource> {
 /// decompressed) and `use_threads`; `memory_pool` is accepted and unused. `max_buffer_size`
 /// and `max_batch_size` bound what one buffer and one batch may declare uncompressed;
 /// `threads` decompresses a large batch's buffers in parallel.
+///
+#[doc = doc_ipc_read!()]
+#[doc = doc_pool!()]
+#[doc = doc_source_location!()]
 #[pyclass(frozen, name = "RecordBatchStreamReader", module = "zstdpool.ipc")]
 pub struct PyIpcStreamReader {
     reader: Held<StreamReader<InputSource>>,
@@ -363,7 +367,13 @@ impl BatchesWithMetadata {
 /// Constructed as pyarrow's is, `RecordBatchFileReader(source, footer_offset=None,
 /// options=..., memory_pool=...)` (`open_file` is another name for it): `source` is
 /// bytes-like, a path, or a seekable binary file object; `footer_offset` is where the file ends in a source that
-/// holds more after it. The other arguments are the stream reader's.
+/// holds more after it. The other arguments are the stream reader's: `options`, a
+/// `pyarrow.ipc.IpcReadOptions`, gives `included_fields` and `use_threads`; `memory_pool` is
+/// accepted and unused.
+///
+#[doc = doc_ipc_read!()]
+#[doc = doc_pool!()]
+#[doc = doc_source_location!()]
 #[pyclass(frozen, name = "RecordBatchFileReader", module = "zstdpool.ipc")]
 pub struct PyIpcFileReader {
     reader: Held<FileReader<InputSource>>,
@@ -492,7 +502,8 @@ impl PyIpcFileReader {
         batch_to_py(py, batch)
     }
 
-    /// Same as `get_batch` (pyarrow's name).
+    /// Same as `get_batch` (pyarrow's name): the batch at index `i` (negative counts from
+    /// the end).
     fn get_record_batch<'py>(&self, py: Python<'py>, i: isize) -> PyResult<Bound<'py, PyAny>> {
         self.get_batch(py, i)
     }
@@ -581,6 +592,12 @@ impl FileBatches {
 }
 
 /// Reads a whole Arrow IPC stream into a pyarrow Table.
+///
+/// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another buffer,
+///   or a binary file object.
+#[doc = doc_ipc_read!()]
+#[doc = doc_pool!()]
+#[doc = doc_source_location!()]
 #[pyfunction]
 #[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None, filesystem=None, storage_options=None))]
 #[allow(clippy::too_many_arguments)]
@@ -612,6 +629,12 @@ pub fn read_stream<'py>(
 }
 
 /// Reads a whole Arrow IPC file into a pyarrow Table.
+///
+/// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another buffer,
+///   or a binary file object.
+#[doc = doc_ipc_read!()]
+#[doc = doc_pool!()]
+#[doc = doc_source_location!()]
 #[pyfunction]
 #[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None, filesystem=None, storage_options=None))]
 #[allow(clippy::too_many_arguments)]

@@ -75,7 +75,7 @@ fn writer_options_from(
 /// the whole loop: reading the next batch, encoding and compressing run without it, and only a
 /// Python sink's `write` (or a bytes output's growth) takes it back. Released around each step
 /// instead, a thread hands the GIL to another and then waits for it at every step, and two
-/// threads gain much less over one (benchmarks/RESULTS.md, "Figures behind design choices").
+/// threads gain much less over one (benchmarks/RESULTS.md#gil-per-step).
 fn write_batches(open: &mut Open, input: &mut Imported) -> Result<(), Failure> {
     write_batches_as(open, input, None, &[])
 }
@@ -295,13 +295,13 @@ impl PyIpcWriter {
 impl PyIpcWriter {
     /// Writes a pyarrow Table, RecordBatch or RecordBatchReader, a pandas DataFrame, or any
     /// object with `__arrow_c_stream__` or `__arrow_c_array__`. Its schema must match the
-    /// writer's (field names, types and nullability).
+    /// writer's (field names, types and nullability): `data` is written batch by batch.
     fn write(&self, py: Python<'_>, data: &Bound<'_, PyAny>) -> PyResult<()> {
         self.write_data(py, data, None, &[])
     }
 
-    /// As `write` (pyarrow's name), with key-value metadata (a dict or a
-    /// `pyarrow.KeyValueMetadata`) on the batch's message, read back with the batch by
+    /// As `write` (pyarrow's name) of one `batch`, with `custom_metadata` (a dict or a
+    /// `pyarrow.KeyValueMetadata`, or None) on the batch's message, read back with the batch by
     /// `read_next_batch_with_custom_metadata` and `get_batch_with_custom_metadata`.
     #[pyo3(signature = (batch, custom_metadata=None))]
     fn write_batch(
@@ -317,7 +317,7 @@ impl PyIpcWriter {
         self.write_data(py, batch, None, &pairs)
     }
 
-    /// As `write` (pyarrow's name); `max_chunksize` cuts the table's batches into batches of
+    /// As `write` (pyarrow's name) of `table`; `max_chunksize` cuts the table's batches into batches of
     /// at most that many rows.
     #[pyo3(signature = (table, max_chunksize=None))]
     fn write_table(
@@ -507,6 +507,16 @@ macro_rules! ipc_writer_class {
         /// `fsync=True` the file and its directory are synced as well: once the output is
         /// complete it survives a power loss (without, as in pyarrow and polars, a power loss
         /// soon after may leave an empty or partial file).
+        ///
+        /// - `sink`: a path (str or `os.PathLike`), an object store URL, or a binary file
+        ///   object.
+        /// - `schema`: the batches' schema (a `pyarrow.Schema` or any object with
+        ///   `__arrow_c_schema__`).
+        /// - `options`: a `pyarrow.ipc.IpcWriteOptions` (its compression, `use_threads` and
+        ///   `emit_dictionary_deltas` are read), instead of the keywords below.
+        #[doc = doc_ipc_write!()]
+        #[doc = doc_pool!()]
+        #[doc = doc_sink_location!()]
         #[pyclass(frozen, extends = PyIpcWriter, name = $name, module = "zstdpool.ipc")]
         pub struct $class;
 
@@ -647,6 +657,12 @@ macro_rules! ipc_write_function {
         /// `fsync=True` the file and its directory are synced as well: once the output is
         /// complete it survives a power loss (without, as in pyarrow and polars, a power loss
         /// soon after may leave an empty or partial file).
+        ///
+        /// - `sink`: None (return bytes), a path (str or `os.PathLike`), an object store URL,
+        ///   or a binary file object.
+        #[doc = doc_ipc_write!()]
+        #[doc = doc_pool!()]
+        #[doc = doc_sink_location!()]
         #[pyfunction]
         #[pyo3(
             signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, $($metadata=None,)? fsync=false, pool=None, filesystem=None, storage_options=None)

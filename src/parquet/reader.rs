@@ -82,6 +82,11 @@ fn read<'py>(
 /// a path, or a seekable binary file object; `max_page_size` bounds what one page may declare
 /// uncompressed (default 2 GiB), checked before anything is allocated. With
 /// `page_checksum_verification`, each page whose header gives a CRC is checked against it.
+///
+/// - `use_threads`: as in pyarrow: False reads every column on the calling thread.
+/// - `threads`: how many threads decode a read's columns (None: by size).
+#[doc = doc_pool!()]
+#[doc = doc_source_location!()]
 #[pyclass(frozen, name = "ParquetFile", module = "zstdpool.parquet")]
 pub struct PyParquetFile {
     file: RwLock<Option<Arc<ParquetFile>>>,
@@ -153,7 +158,7 @@ impl PyParquetFile {
     }
 
     /// Reads `columns` (top-level names or dotted paths into nested columns; all by default)
-    /// into one pyarrow Table.
+    /// into one pyarrow Table; `use_threads=False` reads on the calling thread.
     #[pyo3(signature = (columns=None, use_threads=true))]
     fn read<'py>(
         &self,
@@ -171,7 +176,8 @@ impl PyParquetFile {
         )
     }
 
-    /// Reads row group `i` into a pyarrow Table.
+    /// Reads row group `i` (negative counts from the end) into a pyarrow Table, with only
+    /// `columns` where given.
     #[pyo3(signature = (i, columns=None))]
     fn read_row_group<'py>(
         &self,
@@ -182,7 +188,8 @@ impl PyParquetFile {
         read(py, &*self.file()?, columns, Some(vec![i]), None)
     }
 
-    /// Reads the row groups `row_groups`, in that order, into one pyarrow Table.
+    /// Reads the row groups `row_groups`, in that order, into one pyarrow Table, with only
+    /// `columns` where given.
     #[pyo3(signature = (row_groups, columns=None))]
     fn read_row_groups<'py>(
         &self,
@@ -193,8 +200,8 @@ impl PyParquetFile {
         read(py, &*self.file()?, columns, Some(row_groups), None)
     }
 
-    /// Batches of at most `batch_size` rows of `row_groups` (all by default), read in order
-    /// as they are asked for; the iterator also offers `__arrow_c_stream__`.
+    /// Batches of at most `batch_size` rows of `row_groups` (all by default) and `columns`
+    /// (all by default), read in order as they are asked for; the iterator also offers `__arrow_c_stream__`.
     #[pyo3(signature = (batch_size=65536, row_groups=None, columns=None))]
     fn iter_batches(
         &self,
@@ -293,6 +300,10 @@ pub fn read_table<'py>(
 }
 
 /// The Arrow schema of a Parquet file (read from its footer alone), as a pyarrow Schema.
+///
+/// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another buffer,
+///   or a binary file object.
+#[doc = doc_source_location!()]
 #[pyfunction]
 #[pyo3(signature = (source, *, filesystem=None, storage_options=None))]
 pub fn read_schema<'py>(

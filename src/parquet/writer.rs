@@ -62,6 +62,12 @@ fn finish(writer: &mut Writer) -> Result<Sink, Failure> {
 /// buffered into row groups of `row_group_size` rows (`flush()` ends a row group early); each
 /// row group's columns are encoded and compressed without the GIL, a large one on several
 /// threads. The options are those of `write_table`; a path appears under its name on `close()`.
+///
+/// - `where`: a path (str or `os.PathLike`), an object store URL, or a binary file object.
+/// - `schema`: the schema of every table written (a `pyarrow.Schema` or any object with
+///   `__arrow_c_schema__`).
+/// - `**options`: the keywords of `write_table`, listed with their types under
+///   `ParquetWriteOptions`.
 #[pyclass(frozen, name = "ParquetWriter", module = "zstdpool.parquet")]
 pub struct PyParquetWriter {
     writer: Held<Writer>,
@@ -169,9 +175,9 @@ impl PyParquetWriter {
         })
     }
 
-    /// Writes a pyarrow Table, RecordBatch or RecordBatchReader, a pandas DataFrame, or any
-    /// object with `__arrow_c_stream__` or `__arrow_c_array__`, whose schema matches the
-    /// writer's (see `write_table` for `row_group_size`).
+    /// Writes `table_or_batch`: a pyarrow Table, RecordBatch or RecordBatchReader, a pandas
+    /// DataFrame, or any object with `__arrow_c_stream__` or `__arrow_c_array__`, whose schema
+    /// matches the writer's (see `write_table` for `row_group_size`).
     #[pyo3(signature = (table_or_batch, row_group_size=None))]
     fn write(
         &self,
@@ -182,7 +188,8 @@ impl PyParquetWriter {
         self.write_data(py, table_or_batch, row_group_size)
     }
 
-    /// Adds key-value pairs (str or UTF-8 bytes) to the footer written on `close()`.
+    /// Adds `key_value_metadata`, a mapping of str or UTF-8 bytes, to the footer written on
+    /// `close()`.
     fn add_key_value_metadata(&self, key_value_metadata: &Bound<'_, PyAny>) -> PyResult<()> {
         let text = |v: &Bound<'_, PyAny>, what: &str| -> PyResult<String> {
             if let Ok(b) = v.cast::<PyBytes>() {
@@ -230,7 +237,7 @@ impl PyParquetWriter {
         self.write_data(py, table, row_group_size)
     }
 
-    /// Writes `batch` (see `write_table`).
+    /// Writes `batch` (see `write_table` for `row_group_size`).
     #[pyo3(signature = (batch, row_group_size=None))]
     fn write_batch(
         &self,
@@ -407,6 +414,11 @@ fn write_all<'py>(
 /// parallel (None: by size); the file is the same whatever it is. A path is written under a
 /// hidden temporary name and renamed into place when complete; `fsync=True` also syncs the file
 /// and its directory, so that the file survives a power loss once the call returns.
+///
+/// `**options` are the keywords of `ParquetWriter` (listed, with their types, under
+/// `ParquetWriteOptions` in this reference), plus `pool` (the `ContextPool` to borrow from),
+/// `filesystem` (a pyarrow or fsspec filesystem that `where` is a path on) and
+/// `storage_options` (options of the object store a URL `where` names).
 #[pyfunction]
 #[pyo3(signature = (data, r#where=None, **options))]
 pub fn write_table<'py>(

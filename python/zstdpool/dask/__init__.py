@@ -125,7 +125,9 @@ def is_registered() -> bool:
 
 def dask_setup(server: Any) -> None:
     """The preload hook: registration already happened when the module was imported; this
-    makes it again after anything that may have replaced it since."""
+    makes it again after anything that may have replaced it since. ``server`` is what
+    distributed passes to a preload's ``dask_setup`` (the worker, scheduler or client);
+    it is not used."""
     register()
 
 

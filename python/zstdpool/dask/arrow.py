@@ -41,23 +41,32 @@ def _write(data: Any, context: dict[str, Any] | None) -> tuple[dict[str, Any], l
 
 
 def serialize_table(table: Any, context: dict[str, Any] | None = None) -> Any:
-    """``dask_serialize`` of ``pyarrow.Table``."""
+    """``dask_serialize`` of ``pyarrow.Table``: ``table`` as one IPC stream frame.
+
+    ``context`` is distributed's serialization context: when it has a true ``"compression"``
+    and ``table`` holds at least ``MIN_SIZE`` bytes, the buffers are compressed and the frame
+    is marked; otherwise (None when spilling) the stream is written uncompressed."""
     return _write(table, context)
 
 
 def serialize_batch(batch: Any, context: dict[str, Any] | None = None) -> Any:
-    """``dask_serialize`` of ``pyarrow.RecordBatch``."""
+    """``dask_serialize`` of ``pyarrow.RecordBatch``: ``batch`` as one IPC stream frame,
+    compressed as :func:`serialize_table` decides from ``context``."""
     return _write(batch, context)
 
 
 def deserialize_table(header: dict[str, Any], frames: list[Any]) -> Any:
     """``dask_deserialize`` of ``pyarrow.Table``: any IPC stream, compressed or not, every
-    buffer validated before pyarrow sees it."""
+    buffer validated before pyarrow sees it.
+
+    ``header`` is the sub-header the serializer returned (not needed: the stream says whether
+    it is compressed); ``frames`` holds the one frame, the IPC stream."""
     return zstdpool.ipc.read_stream(frames[0])
 
 
 def deserialize_batch(header: dict[str, Any], frames: list[Any]) -> Any:
-    """``dask_deserialize`` of ``pyarrow.RecordBatch``."""
+    """``dask_deserialize`` of ``pyarrow.RecordBatch``: the first batch of the IPC stream in
+    ``frames[0]``, as :func:`deserialize_table` reads it (``header`` is not needed)."""
     with zstdpool.ipc.open_stream(frames[0]) as reader:
         return reader.read_next_batch()
 

@@ -97,7 +97,16 @@ _limit = _Setting(LIMIT_KEY, 2**31, _parse_size)
 
 
 class CodecStats(NamedTuple):
-    """What this process's ``"zstd"`` entry did since it started."""
+    """What this process's ``"zstd"`` entry did since it started.
+
+    - ``frames_compressed``: frames the entry compressed (the comm's samples included);
+    - ``bytes_compressed``: their bytes before compression;
+    - ``frames_decompressed``: frames the entry decompressed;
+    - ``bytes_decompressed``: the bytes they decompressed to;
+    - ``tables_compressed``: Arrow tables and batches sent with their buffers compressed
+      inside the IPC stream (:mod:`zstdpool.dask.arrow`) instead of by the entry;
+    - ``bytes_tables``: those tables' and batches' in-memory size (``nbytes``).
+    """
 
     frames_compressed: int
     bytes_compressed: int
@@ -120,7 +129,8 @@ def codec_stats() -> CodecStats:
 
 
 def count(what: int, nbytes: int) -> None:
-    """Counts one frame (``what`` 0: compressed, 2: decompressed, 4: an Arrow table)."""
+    """Counts one frame (``what`` 0: compressed, 2: decompressed, 4: an Arrow table) of
+    ``nbytes`` uncompressed bytes in :func:`codec_stats`."""
     with _counting:
         _counts[what] += 1
         _counts[what + 1] += nbytes
@@ -157,7 +167,11 @@ def content_size(frame: Any) -> int | None:
 
 
 def decompress(frame: Any) -> bytearray:
-    """The bytes of one zstd frame, in a bytearray of exactly its declared size."""
+    """The bytes of one zstd frame, in a bytearray of exactly its declared size.
+
+    ``frame`` is any buffer holding the frame. A frame that declares no size is decompressed
+    up to ``zstdpool.dask.max-output-size``; one that declares more is refused with
+    ``OutputLimitError`` before anything is allocated."""
     limit = _limit.get()
     nbytes = memoryview(frame).nbytes
     size = content_size(frame)

@@ -1,0 +1,52 @@
+//! The descriptions of keywords that many functions and classes share, written once: each
+//! macro expands to a Markdown list (one item per keyword) for a `#[doc = ...]` attribute, so
+//! that the API reference says the same of `pool` or `storage_options` wherever it appears.
+
+/// `pool`, as every function that borrows contexts takes it.
+macro_rules! doc_pool {
+    () => {
+        "- `pool`: the `ContextPool` to borrow contexts from (default: `zstdpool.default_pool()`)."
+    };
+}
+
+/// `filesystem` and `storage_options` of a function that reads `source`.
+macro_rules! doc_source_location {
+    () => {
+        "- `filesystem`: a pyarrow or fsspec filesystem that `source` is a path on.\n\
+         - `storage_options`: options of the object store that a URL `source` names \
+         (credentials, region, endpoint, timeouts), as `zstdpool.dataset.dataset` takes them."
+    };
+}
+
+/// `filesystem` and `storage_options` of a function that writes to `sink`.
+macro_rules! doc_sink_location {
+    () => {
+        "- `filesystem`: a pyarrow or fsspec filesystem that `sink` is a path on.\n\
+         - `storage_options`: options of the object store that a URL `sink` names \
+         (credentials, region, endpoint, timeouts), as `zstdpool.dataset.dataset` takes them."
+    };
+}
+
+/// The limits and threads of the IPC readers.
+macro_rules! doc_ipc_read {
+    () => {
+        "- `max_buffer_size`: the most bytes one buffer may declare uncompressed (default \
+         2^31 - 1); a larger one raises `OutputLimitError` before anything is allocated.\n\
+         - `max_batch_size`: the most bytes one batch's buffers may declare together \
+         (default 4 GiB).\n\
+         - `threads`: how many threads decompress a large batch's buffers (None: by size)."
+    };
+}
+
+/// The compression keywords of the IPC writers.
+macro_rules! doc_ipc_write {
+    () => {
+        "- `compression`: \"zstd\" (the default, with pooled contexts), \"lz4\" or None.\n\
+         - `level`: the zstd level (default 1, as pyarrow's IPC writer).\n\
+         - `threads`: how many threads compress a batch's buffers (None: by size; the output \
+         is the same whatever it is).\n\
+         - `dictionary_deltas`: write a dictionary that grew as a delta, as pyarrow's \
+         `emit_dictionary_deltas` does.\n\
+         - `fsync`: also sync the file and its directory before returning (paths only)."
+    };
+}
