@@ -153,10 +153,26 @@ if [ "$sdist" = 1 ]; then
     summary+=("$(printf '%-58s %-7s %-24s %4ds' "$(ls -t "$DIST"/zstdpool-*.tar.gz | head -1 | xargs basename)" sdist - $((SECONDS - t)))")
 fi
 
+# The features pyproject.toml's [tool.maturin] builds every wheel with, comma-separated.
+wheel_features() {
+    "$TOOLS/bin/python" - "$ROOT/pyproject.toml" <<'PYTHON'
+import sys
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import pip._vendor.tomli as tomllib
+
+print(",".join(tomllib.load(open(sys.argv[1], "rb"))["tool"]["maturin"].get("features", [])))
+PYTHON
+}
+
 for v in "${versions[@]}"; do
     features=()
     if [ "$v" = abi3 ]; then
-        features=(--features abi3)
+        # --features replaces pyproject.toml's [tool.maturin] features, so they are named
+        # again: without alloc-stats, memory_stats() of the wheel would count nothing.
+        features=(--features "$(wheel_features),abi3")
         py="$(interpreter 3.11)" || py=""
     else
         py="$(interpreter "$v")" || py=""
