@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from benchmarks.harness.data import MiB
 from benchmarks.harness.memory import HELD_SLACK, LEVEL, PEAK_OVERHEAD, format_amount, targets
@@ -140,6 +140,15 @@ def have_matplotlib() -> bool:
 
 def plot(report: Report, path: str | os.PathLike[str]) -> None:
     """Draws the ratios of every peer to zstdpool as horizontal bars (log scale) into ``path``."""
+    plot_json(to_json(report), path)
+
+
+def plot_json(
+    data: dict[str, Any], path: str | os.PathLike[str] | IO[bytes], fmt: str | None = None
+) -> None:
+    """Draws the ratios of a run's JSON (``to_json``; e.g. only some of its workloads) as
+    horizontal bars, one per peer and workload (log scale), into ``path`` (a file name, or a
+    binary file object with ``fmt``, e.g. "svg")."""
     try:
         import matplotlib
         import matplotlib.ticker
@@ -152,12 +161,12 @@ def plot(report: Report, path: str | os.PathLike[str]) -> None:
     bars: list[tuple[float, float, str]] = []  # (y, ratio, contender label)
     ticks: list[tuple[float, str]] = []
     y = 0.0
-    for r in report.results:
-        peers = [(c.label, r.ratio(c)) for c in r.contenders[1:]]
+    for w in data["workloads"]:
+        peers = [(c["label"], c["ratio"]) for c in w["contenders"][1:]]
         shown = [(label, ratio) for label, ratio in peers if ratio is not None]
         if not shown:
             continue
-        ticks.append((y + (len(shown) - 1) / 2, r.workload.name))
+        ticks.append((y + (len(shown) - 1) / 2, w["name"]))
         for label, ratio in shown:
             bars.append((y, ratio, label))
             y += 1
@@ -202,10 +211,11 @@ def plot(report: Report, path: str | os.PathLike[str]) -> None:
     ax.set_yticklabels([name for _, name in ticks])
     ax.set_ylim(y - 0.4, -0.6)
     ax.set_xlabel("time relative to zstdpool (log scale; above 1: zstdpool is faster)")
-    ax.set_title(f"zstdpool {report.versions.get('zstdpool')} vs peers ({report.profile.name})")
+    version, profile = data["versions"].get("zstdpool"), data["profile"]["name"]
+    ax.set_title(f"zstdpool {version} vs peers ({profile})")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, format=fmt)
     plt.close(fig)
 
 
