@@ -111,8 +111,7 @@ mod in_place {
         /// Asks for huge pages on a large output once it sits somewhere new. An output that
         /// glibc maps on its own (always from 32 MiB) is fresh memory on each write (the last
         /// one's pages went with the caller's bytes), and filling it faults once per 4 KiB,
-        /// which costs several times the copy itself (benchmarks/RESULTS.md, "Figures behind
-        /// design choices").
+        /// which costs several times the copy itself (benchmarks/RESULTS.md#bytes-output-faults).
         fn advise(&mut self) {
             if self.obj != self.advised && self.cap >= zstdpool_core::memory::huge_pages::MIN_LEN {
                 // The object's data is `cap` bytes plus a terminating NUL.

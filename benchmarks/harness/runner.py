@@ -155,7 +155,7 @@ class Workload:
     nbytes: int = 0
     #: Make one untimed call before each timed batch: multi-threaded contenders that follow a
     #: single-threaded one would otherwise time how long the idle CPU takes to come back
-    #: (for every library alike; see benchmarks/RESULTS.md).
+    #: (for every library alike; see benchmarks/RESULTS-archive.md).
     settle: bool = False
     #: Calls take seconds (a thousand requests to a server): one warm-up call and at most
     #: :data:`SLOW_ROUNDS` rounds, since a round of every contender takes minutes and one call

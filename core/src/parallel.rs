@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use crate::error::{Error, Result};
 
 /// Below this many bytes of input in one job, threads cost more than they gain (measured with
-/// `python -m zstdpool bench`; see benchmarks/RESULTS.md).
+/// `python -m zstdpool bench`; see benchmarks/RESULTS-archive.md).
 pub const PARALLEL_MIN_BYTES: usize = 1 << 20;
 
 /// Each thread should get at least this much input.

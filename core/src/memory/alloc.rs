@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 /// The smallest block counted. The blocks that hold data (bodies, outputs, compressed
 /// buffers, scratch) are counted; the many small ones of each call's bookkeeping (array
 /// handles, flatbuffers, vectors of buffers) are not. Counting those too costs a shared atomic
-/// per allocation, a visible share of a loop of small uncompressed writes (benchmarks/RESULTS.md,
-/// "Figures behind design choices"), and more with two threads allocating at once, which pass
+/// per allocation, a visible share of a loop of small uncompressed writes
+/// (benchmarks/RESULTS.md#alloc-counting), and more with two threads allocating at once, which pass
 /// the counter's cache line back and forth.
 pub const COUNTED_FROM: usize = 4096;
 

@@ -8,7 +8,7 @@
 //! the allocator as it was. A `try_reserve` probe does not: glibc raises its mmap threshold
 //! after a large block is freed, so a read that probed every page that way got its buffers
 //! from the heap instead, whose trimmed pages the kernel then cleared again, a visible share
-//! of a large read (benchmarks/RESULTS.md, "Figures behind design choices").
+//! of a large read (benchmarks/RESULTS.md#expansion-measure).
 //! Like any such check it is an answer for now, not a reservation: other threads may take
 //! the memory before it is used.
 

@@ -1,8 +1,7 @@
 //! A hint that a large buffer about to be filled should be backed by huge pages.
 //!
 //! A fresh allocation costs a page fault per 4 KiB page on first write, a large share of
-//! reading a large decompressed body (benchmarks/RESULTS.md, "Figures behind design
-//! choices"). Allocators
+//! reading a large decompressed body (benchmarks/RESULTS.md#huge-pages). Allocators
 //! that keep freed memory (pyarrow's mimalloc or jemalloc) mostly avoid them; glibc returns
 //! large blocks to the kernel (for reads, the pool's spares keep them: see `spare`). With
 //! transparent huge pages in `madvise` mode (the common default), asking for them turns those

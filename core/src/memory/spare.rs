@@ -1,8 +1,8 @@
 //! Freed decompressed bodies, kept for a moment so the next read reuses their pages.
 //!
 //! A large fresh allocation costs a page fault and a page cleared by the kernel per 4 KiB on
-//! first write, a large share of reading a large body (benchmarks/RESULTS.md, "Figures behind
-//! design choices"). Allocators that keep freed memory (pyarrow's
+//! first write, a large share of reading a large body (benchmarks/RESULTS.md#huge-pages).
+//! Allocators that keep freed memory (pyarrow's
 //! mimalloc or jemalloc) hand it straight to the next read; glibc returns blocks this large to
 //! the kernel. So a pool keeps them itself: only large ones, up to a byte cap, and for a short
 //! time, after which a reaper thread frees them whether or not the pool is used again.

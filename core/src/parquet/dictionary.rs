@@ -40,7 +40,7 @@ const SAMPLE: usize = 1024;
 /// index per row take less than half the plain values' bytes, as on columns with few distinct
 /// values in random order (dates, flags, foreign keys into small tables); a column of mostly
 /// distinct values, or of sorted keys, is written plain. Row groups too small to say keep
-/// their dictionary. RESULTS.md has the sizes this was chosen from.
+/// their dictionary. benchmarks/RESULTS-archive.md has the sizes this was chosen from.
 pub(crate) fn dictionary_pays(columns: &[&ArrayRef], width: usize) -> bool {
     let rows: usize = columns.iter().map(|c| c.len()).sum();
     let step = rows.div_ceil(SAMPLE).max(1);
@@ -96,7 +96,7 @@ pub(crate) fn dictionary_pays(columns: &[&ArrayRef], width: usize) -> bool {
 
 /// How many distinct values `values` holds: an open-addressed table of twice as many slots,
 /// filled once. A sample is at most 1,024 values; sorting them was 8% of a 256-row file's
-/// write (RESULTS.md, "Figures behind design choices").
+/// write (benchmarks/RESULTS.md#dictionary-sample).
 fn distinct(values: &[u64]) -> usize {
     let slots = (values.len() * 2).next_power_of_two().max(16);
     let shift = 64 - slots.trailing_zeros();

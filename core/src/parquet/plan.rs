@@ -4,7 +4,7 @@
 //! column writers'). For a file of a few hundred rows that is a large part of the write, and a
 //! service, or a partitioned write, makes many files of one schema with one set of options.
 //! So the plans made last are kept, and a writer of the same schema and options takes one
-//! made before (RESULTS.md has what it saves).
+//! made before (benchmarks/RESULTS-archive.md has what it saves).
 
 use std::sync::{Arc, Mutex};
 

@@ -790,7 +790,7 @@ impl ReadAt for StoreObject {
         let total: u64 = wanted.iter().map(|r| r.end - r.start).sum();
         if total.saturating_mul(2) >= self.size {
             // Most of the object: one GET of all of it, the request a store serves fastest
-            // (ranges of one object cost the local S3 server more; RESULTS.md).
+            // (ranges of one object cost the local S3 server more; benchmarks/RESULTS-archive.md).
             let arrival = Arrival::start(&self.store, &self.path).map_err(to_io)?;
             *self.arriving.lock().unwrap_or_else(|p| p.into_inner()) = Some(arrival);
             return Ok(());

@@ -1,0 +1,1 @@
+python -m benchmarks --instructions --filter "compress 1KiB L3" --filter "decompress 1KiB" --filter "dict compress 100x1KiB L3" --filter "writer_per_table int32 256 rows" --filter "parquet_writer int32 256 rows" --filter "zstd: new compressor per 1KiB" --json benchmarks/results/instructions.json

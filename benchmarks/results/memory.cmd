@@ -1,0 +1,1 @@
+python -m benchmarks --memory --json benchmarks/results/memory.json

@@ -1,0 +1,1 @@
+python -m benchmarks --quick --json benchmarks/results/quick.json
