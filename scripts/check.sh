@@ -2,7 +2,7 @@
 # The test command: every check a change must pass, on one interpreter, in a quick build.
 #
 #   fmt          cargo fmt --all --check
-#   venv         a venv with the `test` extra, filled in the background while the Rust builds
+#   venv         a venv with the `test` and `docs` extras, filled in the background while the Rust builds
 #                (kept in target/check and reused while pyproject.toml and the interpreter
 #                stay the same)
 #   build        maturin develop --profile quick (Cargo.toml: optimized, no LTO, debug
@@ -10,6 +10,10 @@
 #   cargo-build  the core's tests, compiled in the quick-test profile (unoptimized: they run
 #                in seconds, and their dev-dependencies' features rebuild the arrow crates)
 #   install      the extension installed into the venv (editable)
+#   browser      Chromium and its driver from Debian's archive (for the docs' browser tests),
+#                installed in the background while the Rust builds, where missing
+#   docs         the documentation site, `mkdocs build --strict` (any warning fails it), into
+#                $DIR/site, which the docs tests then check (tests/docs)
 #   pytest       the whole suite (tests/ and benchmarks/, each benchmark once) on two workers
 #                (pytest-xdist), which runs ruff, mypy --strict, stubtest and rustfmt over the
 #                tree too (tests/test_style.py, tests/test_stubs.py)
@@ -90,12 +94,20 @@ export CARGO_TARGET_DIR="${ZSTDPOOL_CHECK_CARGO_DIR:-$DIR/cargo}"
 
 step fmt cargo fmt --all --check
 
+# --- Chromium, for the docs' browser tests: in the background, beside the builds ---------------
+# shellcheck source=scripts/debian-packages.sh
+source "$ROOT/scripts/debian-packages.sh"
+tb=$SECONDS
+log "browser (log: $LOGS/browser.log), in the background"
+debian_packages chromium chromium-driver >"$LOGS/browser.log" 2>&1 &
+browser_pid=$!
+
 # --- the venv: made here, filled in the background while the Rust builds ----------------------
 # Remade only when pyproject.toml or the interpreter changed (a stamp of both).
 stamp="$VENV/.zstdpool-check-stamp"
 want="$("$PY" -c 'import sys; print(sys.version)' | tr -d '\n'; sha256sum pyproject.toml)"
 fill_venv() {
-    # The test extra without zstdpool itself, which maturin develop installs.
+    # The test and docs extras without zstdpool itself, which maturin develop installs.
     "$VENV/bin/python" - pyproject.toml >"$DIR/requirements.txt" <<'PYTHON' || return
 import re
 import sys
@@ -107,7 +119,7 @@ except ModuleNotFoundError:  # Python 3.10
 
 project = tomllib.load(open(sys.argv[1], "rb"))["project"]
 extras = project["optional-dependencies"]
-for req in project["dependencies"] + extras["bench"] + extras["test"]:
+for req in project["dependencies"] + extras["bench"] + extras["test"] + extras["docs"]:
     if re.split(r"[\s<>=!~;\[]", req, maxsplit=1)[0] != "zstdpool":
         print(req)
 PYTHON
@@ -149,6 +161,23 @@ if [ "$venv_rc" -eq 0 ] && [ "$built" = 1 ] && step install "${in_venv[@]}" matu
         --locked --profile quick; then
     installed=1
 fi
+
+browser_rc=0
+wait "$browser_pid" || browser_rc=$?
+finish browser "$tb" "$browser_rc"
+
+# --- the documentation site, built strictly; the docs tests check what it holds -----------------
+if [ "$installed" = 1 ]; then
+    if step docs env NO_MKDOCS_2_WARNING=1 "$VENV/bin/python" -m mkdocs build --strict \
+            --site-dir "$DIR/site"; then
+        export ZSTDPOOL_DOCS_SITE="$DIR/site"
+    else
+        # The docs tests then fail at once, pointing at the log, rather than each build it.
+        export ZSTDPOOL_DOCS_SITE_FAILED="$LOGS/docs.log"
+    fi
+fi
+# A docs tool or Chromium missing is a failure here, not a skip.
+export ZSTDPOOL_DOCS_REQUIRED=1
 
 # --- pytest, beside the core's tests ---------------------------------------------------------------
 tc=$SECONDS

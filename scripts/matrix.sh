@@ -7,7 +7,7 @@
 # is tested as it ships:
 #   3.14t      the whole suite, with the GIL off from `import zstdpool` to the end
 #   3.10-3.13  the suite but its slowest parts (scripts/test-matrix.sh says which)
-#   every one  the README's tour, in a fresh venv with only what the tour imports
+#   every one  the documentation's examples, in a fresh venv with only what they import
 # Then the other platforms: the aarch64 wheel, cross-built and tested under emulation in an
 # arm64 Debian root, and clippy of the core and the bindings for macOS.
 #

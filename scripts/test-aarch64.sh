@@ -2,13 +2,13 @@
 # The aarch64 leg: the aarch64 wheel that build-wheels.sh cross-builds (ZSTDPOOL_TARGET=
 # aarch64-unknown-linux-gnu), installed with pyarrow's aarch64 wheel from PyPI into a fresh
 # venv inside an arm64 Debian root (scripts/arm64-root.sh) and tested there, under qemu's
-# user-mode emulation: the README's tour, then the part of the suite below. Correctness only:
+# user-mode emulation: the documentation's examples, then the part of the suite below. Correctness only:
 # emulated timings say nothing about aarch64's speed, and none are reported.
 #
 # The root's Python is Debian bookworm's 3.11, so the wheel tested is the stable-ABI one
 # (cp311-abi3), the one aarch64 machines with CPython 3.11 and later install.
 #
-# What runs, and why the rest does not (the README lists the same):
+# What runs, and why the rest does not (docs/getting-started.md and docs/contributing.md say so too):
 #   the codec, its leases and the pool's accounting    tests/codec tests/pool tests/dicts
 #   zstdpool.zstd's streams and files                   tests/zstd/test_streaming.py,
 #                                                       tests/zstd/test_zstdfile.py
@@ -49,7 +49,7 @@ SELECTION=(
 )
 # What the tests and the tour import besides zstdpool and pyarrow (the wheel's dependency):
 # pytest's plugins as pyproject.toml configures them, and the tour's pandas, fsspec and polars
-# (dask comes with the wheel's `dask` extra, as the README installs it).
+# (dask comes with the wheel's `dask` extra, as the docs install it).
 REQS=(pytest pytest-xdist pytest-benchmark hypothesis pandas fsspec polars)
 
 log() { printf '[test-aarch64 %4ds] %s\n' "$SECONDS" "$*" >&2; }
@@ -97,8 +97,8 @@ print("zstdpool", zstdpool.__version__, "and pyarrow", pyarrow.__version__, "on"
       platform.machine(), "from", zstdpool.__file__)' >&2
 
 status=0
-log "the README's tour (log: $WORK/logs/tour.log)"
-if CWD=/tmp inside /work/venv/bin/python /work/src/scripts/readme_tour.py /work/src/README.md \
+log "the documentation's examples (log: $WORK/logs/tour.log)"
+if CWD=/tmp inside /work/venv/bin/python /work/src/scripts/docs_examples.py \
         >"$WORK/logs/tour.log" 2>&1; then
     tail -1 "$WORK/logs/tour.log" >&2
 else

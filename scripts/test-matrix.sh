@@ -16,10 +16,11 @@
 # installed, from wheels only, and the tests of the missing peers skip with the reason.
 # ZSTDPOOL_EXPECT_FREETHREADED=1 makes tests/conftest.py assert that the GIL is off after
 # `import zstdpool` and still off when the run ends.
-# Then, as a user would: another fresh venv with the wheel and only what the README's tour
-# imports (the wheel's `dask` extra, pandas, fsspec, and polars except on 3.14t, which it has
-# no wheel for), where scripts/readme_tour.py runs the tour's examples from outside the
-# repository; a failed tour fails the version.
+# Then, as a user would: another fresh venv with the wheel and only what the documentation's
+# examples import (the wheel's `dask` extra, pandas, fsspec, and polars except on 3.14t, which
+# it has no wheel for), where scripts/docs_examples.py runs every example of the README and
+# docs/ from outside the repository (a page that needs an engine not installed there, Ray or
+# pyiceberg, is skipped from that block on, named); a failed example fails the version.
 # Environment:
 #   ZSTDPOOL_FULL_VERSIONS  the versions that run the whole suite (default: 3.14t; "3.10
 #                         3.11 3.12 3.13 3.14t" runs it everywhere)
@@ -42,8 +43,8 @@ FT_PREFIX="${ZSTDPOOL_FT_PREFIX:-$HOME/.cache/zstdpool/python3.14t}"
 export ARROW_TESTING_DATA="${ARROW_TESTING_DATA:-$(cd "$ROOT/.." && pwd)/shared/arrow-testing/data}"
 # Packages of the test extra that cannot be installed on the free-threaded interpreter.
 FT_EXCLUDE="polars duckdb zstandard backports.zstd pyiceberg ray"
-# What the README's tour imports besides zstdpool and pyarrow (polars is added but on 3.14t).
-# dask and distributed come from the wheel's `dask` extra, as the README installs them.
+# What the docs' examples import besides zstdpool and pyarrow (polars is added but on 3.14t).
+# dask and distributed come from the wheel's `dask` extra, as the docs install them.
 TOUR_REQS=(pandas fsspec)
 mkdir -p "$WORK"
 
@@ -248,7 +249,7 @@ EOF
         note="pytest exit $rc; $note"
     fi
 
-    # --- the README's tour, in a fresh venv with only what it imports ------------------------
+    # --- the docs' examples (the "tour"), in a fresh venv with only what they import ---
     t=$SECONDS
     tourlog="$dir/tour.log"
     tvenv="$dir/tour-venv"
@@ -265,8 +266,8 @@ EOF
         tail -20 "$tourlog" >&2
         tour=FAIL
         note="tour: install failed ($tourlog); $note"
-    elif (cd "${TMPDIR:-/tmp}" && "$tvenv/bin/python" -I "$dir/src/scripts/readme_tour.py" \
-            "$dir/src/README.md") >>"$tourlog" 2>&1; then  # -I: not the script's folder either
+    elif (cd "${TMPDIR:-/tmp}" && "$tvenv/bin/python" -I "$dir/src/scripts/docs_examples.py") \
+            >>"$tourlog" 2>&1; then  # -I: not the script's folder either
         tour=ok
         tour_skips="$(grep -c '^SKIP ' "$tourlog" || true)"
         [ "$tour_skips" = 0 ] || note="tour: $tour_skips block(s) skipped ($tourlog); $note"
@@ -275,7 +276,7 @@ EOF
         tour=FAIL
         note="tour failed ($tourlog); $note"
     fi
-    sed -n '/^\(SKIP\|FAIL\) /p; /^the tour /p' "$tourlog" | sed "s/^/[test-matrix] $v: /" >&2
+    sed -n '/^\(SKIP\|FAIL\) /p; /^the examples /p' "$tourlog" | sed "s/^/[test-matrix] $v: /" >&2
     [ "$tour" = ok ] || status=1
     tour="$tour $((SECONDS - t))s"
 

@@ -6,7 +6,7 @@ datasets) and are read back by zstdpool and by pyarrow.
 What may differ is only what is documented: Parquet's type mappings (the test takes pyarrow's
 own round trip of the same table as the reference, with zstdpool's documented mappings applied
 to its types), and a null in a top-level column declared non-nullable, which zstdpool's writers
-refuse (README, "Coming from pyarrow.ipc").
+refuse (docs/migrating.md).
 """
 
 from __future__ import annotations
@@ -94,8 +94,9 @@ def test_feather(table: pa.Table) -> None:
 
 
 def _stored(t: pa.DataType) -> pa.DataType:
-    """The type zstdpool reads back from Parquet where pyarrow reads back `t` (README, Parquet):
-    seconds as milliseconds; list views are restored from `ARROW:schema`, as pyarrow's are."""
+    """The type zstdpool reads back from Parquet where pyarrow reads back `t`
+    (docs/guide/parquet.md): seconds as milliseconds; list views are restored from
+    `ARROW:schema`, as pyarrow's are."""
     if pa.types.is_timestamp(t) and t.unit == "s":
         return pa.timestamp("ms", t.tz)
     if pa.types.is_time32(t) and t.unit == "s":
@@ -153,7 +154,7 @@ def _pyarrow_parquet(table: pa.Table) -> pa.Table | Exception | None:
 def _nulls_where_not_nullable(array: pa.Array) -> bool:
     """Whether a nested child declared non-nullable holds a null. pyarrow's Parquet writer
     turns such a null into an empty or default value, or refuses it, by type, and arrow-rs's
-    writes it as a null or fails: not compared here (a known gap, in the README)."""
+    writes it as a null or fails: not compared here (a known gap, in docs/migrating.md)."""
     t = array.type
     children: list[tuple[pa.Field, pa.Array]] = []
     if pa.types.is_struct(t):

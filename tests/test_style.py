@@ -20,7 +20,17 @@ def run(*cmd: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("args", [("check",), ("format", "--check")], ids=["lint", "format"])
 def test_ruff(args: tuple[str, ...]) -> None:
     pytest.importorskip("ruff")
-    result = run(sys.executable, "-m", "ruff", *args, "python", "tests", "benchmarks")
+    result = run(
+        sys.executable,
+        "-m",
+        "ruff",
+        *args,
+        "python",
+        "tests",
+        "benchmarks",
+        "docs",
+        "scripts/docs_examples.py",
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

@@ -2,7 +2,7 @@
 ``pyarrow.tests.test_dataset``), run with the import changed: ``ds.dataset``,
 ``ds.write_dataset``, ``ds.Dataset`` and ``ds.Scanner`` are zstdpool's (see
 ``tests/helpers/pyarrow_dataset_swap.py``). Every test that passes on pyarrow passes here,
-or is left out below with the reason: what zstdpool does not implement (the README lists it)
+or is left out below with the reason: what zstdpool does not implement (docs/migrating.md lists it)
 or does not do yet. A test left out that now passes fails this test too, so the list stays
 true. The list is for the pyarrow major version below; with another, this is skipped.
 """

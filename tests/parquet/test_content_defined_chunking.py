@@ -94,8 +94,9 @@ def test_rows_inserted_leave_most_pages_as_they_were(dictionary: bool) -> None:
 
 def test_each_row_group_starts_its_own_chunks() -> None:
     """pyarrow carries its chunkers from one row group to the next; zstdpool starts them again
-    (see the README's deliberate differences): the first row group's pages are pyarrow's, and
-    a later row group's pages are those of the same rows written as a first row group."""
+    (see the deliberate differences in docs/migrating.md): the first row group's pages are
+    pyarrow's, and a later row group's pages are those of the same rows written as a first row
+    group."""
     table = values(90_000)
     kw = {"use_content_defined_chunking": SMALL, "use_dictionary": False}
     ours = zp.write_table(table, row_group_size=30_000, **kw)

@@ -48,7 +48,7 @@ def pyarrows(table: pa.Table, **options: Any) -> bytes:
 @pytest.mark.parametrize("version", ["1.0", "2.4", "2.6"])
 def test_each_version_stores_the_logical_types_pyarrow_stores(version: str) -> None:
     # Nanoseconds are whole microseconds here, so that 1.0 and 2.4 need not truncate.
-    # Decimals as integers, zstdpool's default (see the README), on both sides.
+    # Decimals as integers, zstdpool's default (see docs/migrating.md), on both sides.
     ours = zp.write_table(TABLE, version=version)
     theirs = pyarrows(TABLE, version=version, store_decimal_as_integer=True)
     assert footer(ours).format_version == footer(theirs).format_version

@@ -203,7 +203,7 @@ def test_int96_timestamps_outside_the_nanosecond_range_read_as_pyarrow_reads_the
     schema stored they are read as nanoseconds and wrap exactly as pyarrow's do, the values
     pyarrow users already get from such a file. With it (a millisecond column, as written)
     they come back in its unit, whole, where pyarrow reads nanoseconds and wraps (a difference
-    the README lists)."""
+    docs/migrating.md lists)."""
     import datetime
 
     import pyarrow.parquet as pq
