@@ -232,6 +232,11 @@ impl Compressor {
         self.params
     }
 
+    /// Whether this context was made for `params`, compared in place.
+    pub fn has_params(&self, params: &CompressParams) -> bool {
+        self.params == *params
+    }
+
     /// Compresses `src` as one frame appended to `out`; returns the frame's length.
     /// `out` grows by compressBound(src), or an eighth of its length if that is more, and
     /// ends exactly at the frame.

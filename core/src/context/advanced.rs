@@ -26,9 +26,20 @@ pub const PARAMETERS: [(i32, &str); 15] = [
     (402, "overlap_log"),
 ];
 
-/// The values set, in [`PARAMETERS`]' order; None keeps zstd's default.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub struct Advanced([Option<i32>; PARAMETERS.len()]);
+/// The values set, in [`PARAMETERS`]' order; [`UNSET`] keeps zstd's default. Plain `i32`s
+/// rather than `Option<i32>`s halve the size of every `CompressParams`, which the pool copies
+/// and compares on each lease and return (no parameter's bounds include `i32::MIN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Advanced([i32; PARAMETERS.len()]);
+
+/// A parameter left at zstd's default.
+const UNSET: i32 = i32::MIN;
+
+impl Default for Advanced {
+    fn default() -> Self {
+        Advanced::EMPTY
+    }
+}
 
 /// The bounds zstd gives the compression parameter `id` (`ZSTD_cParam_getBounds`), or None
 /// for a number that is no parameter this module sets.
@@ -77,7 +88,7 @@ pub fn decompression_bounds(id: i32) -> Option<(i32, i32)> {
 
 impl Advanced {
     /// None set.
-    pub const EMPTY: Advanced = Advanced([None; PARAMETERS.len()]);
+    pub const EMPTY: Advanced = Advanced([UNSET; PARAMETERS.len()]);
 
     /// Sets the parameter `id` to `value`; an `id` that is not one of [`PARAMETERS`] is
     /// refused (the level and the flags `CompressParams` names are set there).
@@ -86,14 +97,18 @@ impl Advanced {
             .iter()
             .position(|(p, _)| *p == id)
             .ok_or_else(|| Error::Parameter(format!("invalid compression parameter {id}")))?;
-        self.0[at] = Some(value);
+        if value == UNSET {
+            let name = PARAMETERS[at].1;
+            return Err(Error::Parameter(format!("{name} is out of range: {value}")));
+        }
+        self.0[at] = value;
         Ok(())
     }
 
     /// The value set for `id`, if one is.
     pub fn get(&self, id: i32) -> Option<i32> {
         let at = PARAMETERS.iter().position(|(p, _)| *p == id)?;
-        self.0[at]
+        Some(self.0[at]).filter(|v| *v != UNSET)
     }
 
     /// The parameters set, with their values.
@@ -101,7 +116,8 @@ impl Advanced {
         PARAMETERS
             .iter()
             .zip(self.0.iter())
-            .filter_map(|((id, _), v)| v.map(|v| (*id, v)))
+            .filter(|(_, v)| **v != UNSET)
+            .map(|((id, _), v)| (*id, *v))
     }
 
     /// The parameters set, by `compression.zstd`'s names, with their values.
@@ -109,7 +125,8 @@ impl Advanced {
         PARAMETERS
             .iter()
             .zip(self.0.iter())
-            .filter_map(|((_, name), v)| v.map(|v| (*name, v)))
+            .filter(|(_, v)| **v != UNSET)
+            .map(|((_, name), v)| (*name, *v))
     }
 
     /// Sets every parameter given on `cctx`.
@@ -150,8 +167,8 @@ fn to_parameter(id: i32, value: i32) -> Option<CParameter> {
         107 => CParameter::Strategy(strategy(value)?),
         // zstd's switch: 0 lets the strategy decide, 1 enables, 2 disables. zstd-safe takes
         // a flag (true is 1, false 0), so 2 is "decide", which disables it but for the
-        // strongest strategies with windows of 128 MiB and more (a difference the README
-        // lists).
+        // strongest strategies with windows of 128 MiB and more (a difference
+        // docs/migrating.md lists).
         160 => CParameter::EnableLongDistanceMatching(value == 1),
         161 => CParameter::LdmHashLog(n?),
         162 => CParameter::LdmMinMatch(n?),
@@ -180,4 +197,25 @@ fn strategy(value: i32) -> Option<zstd_safe::Strategy> {
         9 => S::ZSTD_btultra2,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unset_parameters_read_as_none_and_cannot_be_set() {
+        let mut a = Advanced::default();
+        assert_eq!(a, Advanced::EMPTY);
+        assert_eq!(a.get(102), None);
+        a.set(102, 17).unwrap();
+        assert_eq!(a.get(102), Some(17));
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![(102, 17)]);
+        assert_eq!(a.named().collect::<Vec<_>>(), vec![("hash_log", 17)]);
+        // The sentinel is not a value anyone can set.
+        let err = a.set(103, i32::MIN).unwrap_err();
+        assert!(err.to_string().contains("chain_log"), "{err}");
+        assert_eq!(a.get(103), None);
+        assert!(a.set(999, 1).is_err());
+    }
 }

@@ -46,7 +46,8 @@ pub(super) struct IdleLists {
     /// to the bottom, where expiry and eviction find them. Threads that keep using the pool each
     /// keep their own context warm (up to `max_idle_per_key` of them), where a plain stack would
     /// let threads that take turns share one. A pool sees a handful of keys, so a scan beats
-    /// hashing.
+    /// hashing. A list stays when its last context is leased (up to [`EMPTY_LISTS_KEPT`] of
+    /// them), so that the lease and return of a key's only context allocate nothing.
     pub(super) by_key: Vec<(PoolKey, Vec<Idle>)>,
     pub(super) count: usize,
     pub(super) bytes: usize,
@@ -61,6 +62,10 @@ pub(super) struct IdleLists {
     pub(super) leased: usize,
 }
 
+/// Empty lists kept for keys whose contexts are all leased: beyond this many, an emptied list
+/// is dropped, so that a process that has used many keys does not scan them all.
+const EMPTY_LISTS_KEPT: usize = 16;
+
 impl IdleLists {
     pub(super) fn list(&self, key: &PoolKey) -> Option<usize> {
         self.by_key.iter().position(|(k, _)| k == key)
@@ -68,7 +73,7 @@ impl IdleLists {
 
     pub(super) fn remove_at(&mut self, list: usize, index: usize) -> Idle {
         let idle = self.by_key[list].1.remove(index);
-        if self.by_key[list].1.is_empty() {
+        if self.by_key[list].1.is_empty() && self.by_key.len() > EMPTY_LISTS_KEPT {
             self.by_key.swap_remove(list);
         }
         self.count -= 1;
@@ -81,6 +86,9 @@ impl IdleLists {
     pub(super) fn pop(&mut self, key: &PoolKey, thread: u64) -> Option<Idle> {
         let list = self.list(key)?;
         let idle = &self.by_key[list].1;
+        if idle.is_empty() {
+            return None;
+        }
         let index = idle
             .iter()
             .rposition(|i| i.thread == thread)
@@ -88,24 +96,31 @@ impl IdleLists {
         Some(self.remove_at(list, index))
     }
 
-    pub(super) fn push(&mut self, key: PoolKey, idle: Idle) {
+    /// Adds `idle` to its key's list, made (with a copy of the key) if it has none.
+    pub(super) fn push(&mut self, idle: Idle) {
         self.count += 1;
         self.bytes += idle.bytes;
         self.scratch += idle.scratch;
         self.peak_bytes = self.peak_bytes.max(self.bytes);
-        match self.list(&key) {
+        match self.by_key.iter().position(|(k, _)| idle.slot.has_key(k)) {
             Some(list) => self.by_key[list].1.push(idle),
-            None => self.by_key.push((key, vec![idle])),
+            None => self.by_key.push((idle.slot.key(), vec![idle])),
         }
     }
 
-    pub(super) fn len_of(&self, key: &PoolKey) -> usize {
-        self.list(key).map_or(0, |l| self.by_key[l].1.len())
+    /// How many contexts are idle under the key that `has_key` recognizes.
+    pub(super) fn len_where(&self, has_key: impl Fn(&PoolKey) -> bool) -> usize {
+        self.by_key
+            .iter()
+            .find(|(k, _)| has_key(k))
+            .map_or(0, |(_, list)| list.len())
     }
 
     /// The list whose bottom (oldest) context came back longest ago.
     pub(super) fn oldest(&self) -> Option<usize> {
-        (0..self.by_key.len()).min_by_key(|&l| self.by_key[l].1[0].seq)
+        (0..self.by_key.len())
+            .filter(|&l| !self.by_key[l].1.is_empty())
+            .min_by_key(|&l| self.by_key[l].1[0].seq)
     }
 
     /// Removes contexts idle since before `cutoff`.
@@ -196,12 +211,11 @@ impl Shared {
         lists.dropped += 1;
     }
 
-    pub(super) fn give_back<T: Pooled>(&self, mut ctx: T) {
+    pub(super) fn give_back<T: Pooled>(&self, mut ctx: Box<T>) {
         if !ctx.recycle(self.config.max_scratch_bytes) {
             self.count_discarded();
             return;
         }
-        let key = ctx.key();
         let bytes = ctx.held_bytes();
         let scratch = ctx.scratch_bytes();
         let now = self.config.idle_timeout.map(|_| Instant::now());
@@ -213,7 +227,7 @@ impl Shared {
             if let Some(now) = now {
                 self.sweep_if_due(&mut lists, now, &mut freed);
             }
-            let full = lists.len_of(&key) >= self.config.max_idle_per_key;
+            let full = lists.len_where(|k| ctx.has_key(k)) >= self.config.max_idle_per_key;
             let rejected = if full || bytes > self.config.max_idle_bytes {
                 lists.dropped += 1;
                 Some(ctx)
@@ -225,17 +239,14 @@ impl Shared {
                 }
                 lists.seq += 1;
                 let seq = lists.seq;
-                lists.push(
-                    key,
-                    Idle {
-                        slot: ctx.into_slot(),
-                        bytes,
-                        scratch,
-                        seq,
-                        at: now,
-                        thread,
-                    },
-                );
+                lists.push(Idle {
+                    slot: ctx.into_slot(),
+                    bytes,
+                    scratch,
+                    seq,
+                    at: now,
+                    thread,
+                });
                 lists.returned += 1;
                 None
             };

@@ -142,7 +142,7 @@ impl ContextPool {
         let ctx = match self.shared.take(&key).and_then(T::from_slot) {
             Some(ctx) => ctx,
             None => {
-                let ctx = make()?;
+                let ctx = Box::new(make()?);
                 self.shared.count_created();
                 ctx
             }
@@ -229,6 +229,7 @@ impl ContextPool {
         let mut per_key: Vec<(PoolKey, usize, usize)> = lists
             .by_key
             .iter()
+            .filter(|(_, l)| !l.is_empty())
             .map(|(k, l)| (*k, l.len(), l.iter().map(|i| i.bytes).sum()))
             .collect();
         per_key.sort_by_key(|(k, _, _)| format!("{k:?}"));
@@ -250,7 +251,7 @@ impl ContextPool {
 
 /// A borrowed context. Dropping the lease gives the context back to its pool, reset.
 pub struct Lease<T: Pooled> {
-    ctx: Option<T>,
+    ctx: Option<Box<T>>,
     pool: SharedRef,
 }
 
@@ -269,7 +270,7 @@ impl<T: Pooled> Deref for Lease<T> {
     fn deref(&self) -> &T {
         // Present from construction until drop or discard, both of which consume the lease.
         self.ctx
-            .as_ref()
+            .as_deref()
             .expect("lease holds its context until dropped")
     }
 }
@@ -277,7 +278,7 @@ impl<T: Pooled> Deref for Lease<T> {
 impl<T: Pooled> DerefMut for Lease<T> {
     fn deref_mut(&mut self) -> &mut T {
         self.ctx
-            .as_mut()
+            .as_deref_mut()
             .expect("lease holds its context until dropped")
     }
 }

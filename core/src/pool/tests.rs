@@ -217,3 +217,40 @@ fn count_empty() -> u64 {
     // Inputs of zero length (t == 0, i == 0) skip the decompressor lease.
     1
 }
+
+#[test]
+fn a_key_whose_contexts_are_all_leased_keeps_its_list() {
+    let pool = small_pool();
+    let params = CompressParams::level(2);
+    drop(pool.compressor(params).unwrap());
+    let lease = pool.compressor(params).unwrap();
+    // Leased, the key's list is empty but kept (its return allocates nothing), and the stats
+    // list only keys with idle contexts.
+    assert_eq!(pool.shared.lock().by_key.len(), 1);
+    assert!(pool.stats().per_key.is_empty());
+    drop(lease);
+    let s = pool.stats();
+    assert_eq!((s.created, s.reused, s.idle, s.per_key.len()), (1, 1, 1, 1));
+}
+
+#[test]
+fn empty_lists_beyond_the_kept_few_are_dropped() {
+    let pool = small_pool();
+    let levels: Vec<i32> = (1..=20).collect();
+    let lease_all = || {
+        levels
+            .iter()
+            .map(|&l| pool.compressor(CompressParams::level(l)).unwrap())
+            .collect::<Vec<_>>()
+    };
+    drop(lease_all());
+    assert_eq!(pool.stats().idle, 20);
+    let leases = lease_all();
+    assert_eq!(pool.stats().reused, 20);
+    // Every list is empty now: no more than the kept few remain, and none is scanned as idle.
+    assert!(pool.shared.lock().by_key.len() <= 16);
+    assert_eq!(pool.shared.lock().oldest(), None);
+    drop(leases);
+    let s = pool.stats();
+    assert_eq!((s.idle, s.per_key.len()), (20, 20));
+}
