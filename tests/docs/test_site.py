@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import http.server
 import importlib.util
+import os
 import re
 import subprocess
 import sys
@@ -56,6 +57,10 @@ def test_every_public_name_is_on_a_reference_page(site: Path, module_name: str) 
 @pytest.mark.parametrize("page", PAGES)
 def test_the_examples_run(page: str, tmp_path: Path) -> None:
     """Each page's examples, in a fresh interpreter outside the tree (as a user runs them)."""
+    if os.environ.get("ZSTDPOOL_EXPECT_INSTALLED") == "1":
+        pytest.skip(
+            "the release matrix runs every page's examples as its tour, in a venv of its own"
+        )
     result = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "docs_examples.py"), str(ROOT / page)],
         cwd=tmp_path,
