@@ -29,8 +29,15 @@ pub const PARAMETERS: [(i32, &str); 15] = [
 /// The values set, in [`PARAMETERS`]' order; [`UNSET`] keeps zstd's default. Plain `i32`s
 /// rather than `Option<i32>`s halve the size of every `CompressParams`, which the pool copies
 /// and compares on each lease and return (no parameter's bounds include `i32::MIN`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Advanced([i32; PARAMETERS.len()]);
+
+/// The parameters set, by name (the sentinel of the others is no value to show).
+impl std::fmt::Debug for Advanced {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map().entries(self.named()).finish()
+    }
+}
 
 /// A parameter left at zstd's default.
 const UNSET: i32 = i32::MIN;

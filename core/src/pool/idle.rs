@@ -46,8 +46,9 @@ pub(super) struct IdleLists {
     /// to the bottom, where expiry and eviction find them. Threads that keep using the pool each
     /// keep their own context warm (up to `max_idle_per_key` of them), where a plain stack would
     /// let threads that take turns share one. A pool sees a handful of keys, so a scan beats
-    /// hashing. A list stays when its last context is leased (up to [`EMPTY_LISTS_KEPT`] of
-    /// them), so that the lease and return of a key's only context allocate nothing.
+    /// hashing. A list stays when its last context is leased (while fewer than
+    /// [`EMPTY_LISTS_KEPT`] lists are empty), so that the lease and return of a key's only
+    /// context allocate nothing; a list emptied by expiry or eviction goes.
     pub(super) by_key: Vec<(PoolKey, Vec<Idle>)>,
     pub(super) count: usize,
     pub(super) bytes: usize,
@@ -62,8 +63,8 @@ pub(super) struct IdleLists {
     pub(super) leased: usize,
 }
 
-/// Empty lists kept for keys whose contexts are all leased: beyond this many, an emptied list
-/// is dropped, so that a process that has used many keys does not scan them all.
+/// The most empty lists kept for keys whose contexts are all leased: a lease that would empty
+/// one more drops it, so that a process that has used many keys does not scan them all.
 const EMPTY_LISTS_KEPT: usize = 16;
 
 impl IdleLists {
@@ -71,10 +72,16 @@ impl IdleLists {
         self.by_key.iter().position(|(k, _)| k == key)
     }
 
-    pub(super) fn remove_at(&mut self, list: usize, index: usize) -> Idle {
+    /// Removes the context at `index` of `list`. An emptied list is kept only for a lease
+    /// (`for_lease`: its context comes back soon) and while few are empty; one emptied by
+    /// expiry or eviction is dropped with the key, which may never be used again.
+    pub(super) fn remove_at(&mut self, list: usize, index: usize, for_lease: bool) -> Idle {
         let idle = self.by_key[list].1.remove(index);
-        if self.by_key[list].1.is_empty() && self.by_key.len() > EMPTY_LISTS_KEPT {
-            self.by_key.swap_remove(list);
+        if self.by_key[list].1.is_empty() {
+            let keep = for_lease && self.empty_lists() <= EMPTY_LISTS_KEPT;
+            if !keep {
+                self.by_key.swap_remove(list);
+            }
         }
         self.count -= 1;
         self.bytes -= idle.bytes;
@@ -93,7 +100,7 @@ impl IdleLists {
             .iter()
             .rposition(|i| i.thread == thread)
             .unwrap_or(idle.len() - 1);
-        Some(self.remove_at(list, index))
+        Some(self.remove_at(list, index, true))
     }
 
     /// Adds `idle` to its key's list, made (with a copy of the key) if it has none.
@@ -106,6 +113,16 @@ impl IdleLists {
             Some(list) => self.by_key[list].1.push(idle),
             None => self.by_key.push((idle.slot.key(), vec![idle])),
         }
+    }
+
+    /// Lists with no idle context (their keys' contexts are all leased).
+    pub(super) fn empty_lists(&self) -> usize {
+        self.by_key.iter().filter(|(_, l)| l.is_empty()).count()
+    }
+
+    /// Drops the lists with no idle context.
+    pub(super) fn drop_empty_lists(&mut self) {
+        self.by_key.retain(|(_, l)| !l.is_empty());
     }
 
     /// How many contexts are idle under the key that `has_key` recognizes.
@@ -130,7 +147,7 @@ impl IdleLists {
             if !is_old {
                 break;
             }
-            freed.push(self.remove_at(list, 0));
+            freed.push(self.remove_at(list, 0, false));
         }
     }
 }
@@ -235,7 +252,7 @@ impl Shared {
                 // Make room under the byte cap by freeing the longest-idle contexts.
                 while lists.bytes + bytes > self.config.max_idle_bytes {
                     let Some(oldest) = lists.oldest() else { break };
-                    freed.push(lists.remove_at(oldest, 0));
+                    freed.push(lists.remove_at(oldest, 0, false));
                 }
                 lists.seq += 1;
                 let seq = lists.seq;

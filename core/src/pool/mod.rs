@@ -170,8 +170,8 @@ impl ContextPool {
         &self.shared.spares
     }
 
-    /// Frees contexts idle past the timeout, the scratch buffers of the rest, and the spare
-    /// bodies. Returns the bytes freed.
+    /// Frees contexts idle past the timeout, the scratch buffers of the rest, the spare bodies,
+    /// and the lists of keys with no idle context. Returns the bytes freed.
     pub fn trim(&self) -> usize {
         self.shared.spares.clear() + self.trim_contexts()
     }
@@ -197,6 +197,7 @@ impl ContextPool {
             lists.bytes -= scratch_freed;
             lists.scratch -= scratch_freed;
             lists.dropped += freed.len() as u64;
+            lists.drop_empty_lists();
             scratch_freed
         };
         scratch_freed + freed.iter().map(|i| i.bytes).sum::<usize>()

@@ -254,3 +254,48 @@ fn empty_lists_beyond_the_kept_few_are_dropped() {
     let s = pool.stats();
     assert_eq!((s.idle, s.per_key.len()), (20, 20));
 }
+
+#[test]
+fn lists_emptied_by_expiry_go_and_the_live_key_keeps_its_own() {
+    let pool = ContextPool::new(PoolConfig {
+        idle_timeout: Some(std::time::Duration::from_millis(1)),
+        ..PoolConfig::default()
+    });
+    // 16 keys used once, whose contexts then expire: their lists go with them.
+    for level in 1..=16 {
+        drop(pool.compressor(CompressParams::level(level)).unwrap());
+    }
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    pool.trim();
+    assert_eq!(pool.shared.lock().by_key.len(), 0);
+    // A 17th key, leased and returned twice: its list is kept while it is out.
+    let live = CompressParams::level(17);
+    drop(pool.compressor(live).unwrap());
+    let lease = pool.compressor(live).unwrap();
+    assert_eq!(pool.shared.lock().by_key.len(), 1);
+    drop(lease);
+    assert_eq!(pool.stats().reused, 1);
+}
+
+#[test]
+fn trim_drops_the_lists_of_keys_with_nothing_idle() {
+    let pool = small_pool();
+    drop(pool.compressor(CompressParams::level(3)).unwrap());
+    let lease = pool.compressor(CompressParams::level(3)).unwrap();
+    assert_eq!(pool.shared.lock().by_key.len(), 1);
+    pool.trim();
+    assert_eq!(pool.shared.lock().by_key.len(), 0);
+    drop(lease);
+    assert_eq!(pool.stats().idle, 1);
+}
+
+#[test]
+fn params_show_only_the_advanced_parameters_set() {
+    let mut params = CompressParams::level(3);
+    assert!(!format!("{params:?}").contains("2147483648"));
+    params.advanced.set(102, 17).unwrap();
+    assert!(
+        format!("{params:?}").contains("\"hash_log\": 17"),
+        "{params:?}"
+    );
+}
