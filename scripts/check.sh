@@ -2,9 +2,9 @@
 # The test command: every check a change must pass, on one interpreter, in a quick build.
 #
 #   fmt          cargo fmt --all --check
-#   venv         a venv with the `test` and `docs` extras, filled in the background while the Rust builds
-#                (kept in target/check and reused while pyproject.toml and the interpreter
-#                stay the same)
+#   venv         a venv with the `test` and `docs` extras, filled in the background while the
+#                Rust builds (kept in target/check and reused while pyproject.toml and the
+#                interpreter stay the same)
 #   build        maturin develop --profile quick (Cargo.toml: optimized, no LTO, debug
 #                assertions and overflow checks on), in place
 #   cargo-build  the core's tests, compiled in the quick-test profile (unoptimized: they run
