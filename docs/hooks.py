@@ -167,11 +167,11 @@ def timing_section(name: str, run: dict[str, Any], charts: bool) -> str:
     return "\n".join(out)
 
 
-def chart(name: str, group: str) -> bytes:
+def chart(run: dict[str, Any], group: str) -> bytes:
+    """The SVG chart of one group of ``run``'s workloads."""
     harness()
     from benchmarks.harness.report import plot_json
 
-    run = load(name)
     only = {**run, "workloads": groups(run)[group]}
     buf = io.BytesIO()
     plot_json(only, buf, fmt="svg")
@@ -179,18 +179,16 @@ def chart(name: str, group: str) -> bytes:
 
 
 def on_files(files: Any, config: Any) -> Any:
-    """Adds a chart per group of every run a page shows."""
+    """Adds a chart per group of every timing run a page shows (each run read once)."""
     from mkdocs.structure.files import File
 
     for page in Path(config["docs_dir"]).rglob("*.md"):
         for m in MARK.finditer(page.read_text(encoding="utf-8")):
             name = m.group("name")
-            if "workloads" not in load(name):
-                continue
-            for group in groups(load(name)):
-                files.append(
-                    File.generated(config, chart_name(name, group), content=chart(name, group))
-                )
+            run = load(name)
+            for group in groups(run) if "workloads" in run else ():
+                content = chart(run, group)
+                files.append(File.generated(config, chart_name(name, group), content=content))
     return files
 
 

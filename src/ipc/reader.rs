@@ -115,9 +115,7 @@ impl NextBatch for StreamReader<InputSource> {
 /// (`open_stream` is another name for it): `source` is bytes-like (read without copying), a
 /// path, or a binary file object (a `pyarrow.NativeFile` among them). `options`, a
 /// `pyarrow.ipc.IpcReadOptions`, gives `included_fields` (only those columns are
-/// decompressed) and `use_threads`; `memory_pool` is accepted and unused. `max_buffer_size`
-/// and `max_batch_size` bound what one buffer and one batch may declare uncompressed;
-/// `threads` decompresses a large batch's buffers in parallel.
+/// decompressed) and `use_threads`; `memory_pool` is accepted and unused.
 ///
 #[doc = doc_ipc_read!()]
 #[doc = doc_pool!()]

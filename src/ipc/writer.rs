@@ -317,8 +317,8 @@ impl PyIpcWriter {
         self.write_data(py, batch, None, &pairs)
     }
 
-    /// As `write` (pyarrow's name) of `table`; `max_chunksize` cuts the table's batches into batches of
-    /// at most that many rows.
+    /// As `write` (pyarrow's name) of `table`; `max_chunksize` cuts the table's batches into
+    /// batches of at most that many rows.
     #[pyo3(signature = (table, max_chunksize=None))]
     fn write_table(
         &self,

@@ -201,7 +201,8 @@ impl PyParquetFile {
     }
 
     /// Batches of at most `batch_size` rows of `row_groups` (all by default) and `columns`
-    /// (all by default), read in order as they are asked for; the iterator also offers `__arrow_c_stream__`.
+    /// (all by default), read in order as they are asked for; the iterator also offers
+    /// `__arrow_c_stream__`.
     #[pyo3(signature = (batch_size=65536, row_groups=None, columns=None))]
     fn iter_batches(
         &self,

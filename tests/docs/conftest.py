@@ -38,13 +38,25 @@ def need_module(name: str) -> None:
         pytest.skip(message)
 
 
-def hooks() -> Any:
-    """docs/hooks.py, the site's hooks (loaded from its file: it is no package's module)."""
-    spec = importlib.util.spec_from_file_location("zstdpool_docs_hooks", ROOT / "docs" / "hooks.py")
+def from_file(path: Path, name: str) -> Any:
+    """The module in ``path``, which is no package's (docs/hooks.py, a script of scripts/)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
+    # Registered first, as an import would: a dataclass looks its module up while it is made.
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def hooks() -> Any:
+    """docs/hooks.py, the site's hooks."""
+    return from_file(ROOT / "docs" / "hooks.py", "zstdpool_docs_hooks")
+
+
+def docs_examples() -> Any:
+    """scripts/docs_examples.py, which runs the pages' examples (and says which pages)."""
+    return from_file(ROOT / "scripts" / "docs_examples.py", "zstdpool_docs_examples")
 
 
 def build_site(dest: Path) -> subprocess.CompletedProcess[str]:

@@ -18,12 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs.conftest import ROOT, hooks
+from tests.docs.conftest import ROOT, docs_examples, hooks
 from tests.docs.test_api_coverage import callables, exported, load, public_modules
 
-PAGES = sorted(
-    p.relative_to(ROOT).as_posix() for p in [ROOT / "README.md", *ROOT.glob("docs/**/*.md")]
-)
+#: The pages whose examples run: the ones scripts/docs_examples.py runs when given none.
+PAGES = [p.relative_to(ROOT).as_posix() for p in docs_examples().pages()]
 
 
 def inventory(site: Path) -> set[str]:

@@ -25,7 +25,8 @@ pub(super) struct Idle {
 /// A number for the calling thread, so that a context goes back to the thread that used it
 /// last when that thread asks again: its tables are still in that core's cache, where a
 /// context handed to another thread's core is read from afar
-/// (benchmarks/RESULTS.md#pool-per-thread). Threads are numbered on first use; a plain `Cell` has no destructor to register.
+/// (benchmarks/RESULTS.md#pool-per-thread). Threads are numbered on first use; a plain `Cell`
+/// has no destructor to register.
 pub(super) fn thread_tag() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
     thread_local!(static TAG: Cell<u64> = const { Cell::new(0) });
