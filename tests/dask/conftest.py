@@ -10,6 +10,7 @@ on 127.0.0.2 is compressed.)
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,7 +67,16 @@ def cluster(hosts: dict[str, dict[str, Any]], **config: Any) -> Iterator[Client]
             yield client
 
 
-def worker_on(client: Client, host: str) -> str:
-    """The address of the worker listening on ``host``."""
-    (address,) = [a for a in client.scheduler_info()["workers"] if f"//{host}:" in a]
-    return address
+def worker_on(client: Client, host: str, timeout: float = 60.0) -> str:
+    """The address of the worker listening on ``host``, waited for: on a loaded machine a
+    worker can drop out of the scheduler's list for a moment (a missed heartbeat) and come
+    back."""
+    deadline = time.monotonic() + timeout
+    while True:
+        workers: list[str] = list(client.scheduler_info()["workers"])
+        found = [a for a in workers if f"//{host}:" in a]
+        if len(found) == 1 or time.monotonic() > deadline:
+            break
+        time.sleep(0.25)
+    assert len(found) == 1, f"no single worker on {host} after {timeout}s: {workers}"
+    return found[0]

@@ -9,6 +9,7 @@ it in backticks (``name``, `name`, or ``**name`` for a keyword bundle), in prose
 
 from __future__ import annotations
 
+import enum
 import importlib
 import inspect
 import pkgutil
@@ -65,7 +66,10 @@ def callables(qualname: str, obj: Any) -> Iterator[tuple[str, Any, str]]:
     """(name, callable, the docstring that must describe its parameters) for a function, or a
     class (its constructor, described by the class's docstring) and its public methods."""
     if inspect.isclass(obj):
-        yield qualname, obj, obj.__doc__ or ""
+        # An enum is called with a member's value (from CPython 3.12 its signature says
+        # ``values``), which its members document.
+        if not issubclass(obj, enum.Enum):
+            yield qualname, obj, obj.__doc__ or ""
         for name, member in vars(obj).items():
             if name.startswith("_") or isinstance(member, property):
                 continue
@@ -128,3 +132,16 @@ def test_a_parameter_left_out_is_found() -> None:
 
     assert undescribed(bundled, "Adds `a`.") == ["options"]
     assert undescribed(bundled, "Adds `a` with ``**options``.") == []
+
+
+def test_an_enum_is_not_asked_to_describe_its_constructor() -> None:
+    class Level(enum.IntEnum):
+        """Levels."""
+
+        LOW = 1
+
+        def scaled(self, factor: int) -> int:
+            """`factor` times the level."""
+            return self * factor
+
+    assert [name for name, _, _ in callables("Level", Level)] == ["Level.scaled"]
