@@ -2,7 +2,9 @@
 # The release matrix: release wheels (fat LTO) for CPython 3.10, 3.11 and later (one wheel on
 # the stable ABI) and free-threaded 3.14t, and the sdist, each wheel tested in a fresh venv as
 # soon as it is built, while the next one builds (a release build's last step, fat LTO, runs on
-# one core). The stable-ABI wheel is tested on 3.11, 3.12 and 3.13. The test command
+# one core). The stable-ABI wheel is tested on 3.11, 3.12 and 3.13 (on the version in
+# ZSTDPOOL_SUITE_RAN_ON, which .ci/run sets to the test command's, by the tour alone: see
+# scripts/test-matrix.sh). The test command
 # (scripts/check.sh) has already run the whole suite on a development build; here each wheel
 # is tested as it ships:
 #   3.14t      the whole suite, with the GIL off from `import zstdpool` to the end
