@@ -68,9 +68,8 @@ def cluster(hosts: dict[str, dict[str, Any]], **config: Any) -> Iterator[Client]
 
 
 def worker_on(client: Client, host: str, timeout: float = 60.0) -> str:
-    """The address of the worker listening on ``host``, waited for: on a loaded machine a
-    worker can drop out of the scheduler's list for a moment (a missed heartbeat) and come
-    back."""
+    """The address of the worker listening on ``host``, waited for: on a loaded machine the
+    scheduler's list has been seen without it at the start of a test."""
     deadline = time.monotonic() + timeout
     while True:
         workers: list[str] = list(client.scheduler_info()["workers"])
