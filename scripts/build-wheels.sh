@@ -20,6 +20,8 @@
 #   ZSTDPOOL_ZIG          auto (default): `maturin --zig --compatibility manylinux_2_28`, and
 #                         the native tag for this and every later wheel if zig fails;
 #                         yes: zig or fail; no: native only
+#   ZSTDPOOL_WHEEL_CC     the C compiler of a zig build for this machine's own target
+#                         (default: gcc; zig links either way)
 #   ZSTDPOOL_NICE         niceness of the builds (default: 15)
 #   ZSTDPOOL_TOOLS_VENV   where maturin, ziglang and auditwheel are installed when missing
 #                         (default: ~/.cache/zstdpool/wheel-tools-<pins>)
@@ -167,6 +169,19 @@ print(",".join(tomllib.load(open(sys.argv[1], "rb"))["tool"]["maturin"].get("fea
 PYTHON
 }
 
+# The C compiler of the C dependencies (zstd above all) in a zig build. zig links, for
+# manylinux_2_28's glibc; its clang compiling zstd made decompression of a 4 MiB frame about
+# 25% slower than the same code compiled by gcc, and a 1 KiB compress execute 3.7% more
+# instructions (benchmarks/RESULTS.md#wheel-compiler). So for this machine's own target, gcc
+# compiles the C code (cc-rs reads the target's CC_<triple> before what maturin sets), and
+# auditwheel still checks the wheel's glibc symbols below. A cross build (ZSTDPOOL_TARGET)
+# keeps zig's clang: no cross gcc is installed.
+cc_env=()
+if [ -z "$TARGET" ] && command -v "${ZSTDPOOL_WHEEL_CC:-gcc}" >/dev/null; then
+    triple="$(rustc -vV | sed -n 's/^host: //p')"
+    cc_env=("CC_$triple=${ZSTDPOOL_WHEEL_CC:-gcc}")
+fi
+
 for v in "${versions[@]}"; do
     features=()
     if [ "$v" = abi3 ]; then
@@ -188,9 +203,10 @@ for v in "${versions[@]}"; do
     buildlog="$(mktemp)"
     mode=""
     if [ "$ZIG_MODE" != no ]; then
-        log "$v: maturin build --release ${target_args[*]} --zig --compatibility $MANYLINUX ($py)"
-        if nice -n "$NICE" "$MATURIN" build --release --interpreter "$py" --out "$DIST" \
-                "${features[@]}" "${target_args[@]}" --zig --compatibility "$MANYLINUX" 2>&1 \
+        log "$v: maturin build --release ${target_args[*]} --zig --compatibility $MANYLINUX ($py${cc_env[*]:+, ${cc_env[*]}})"
+        if env "${cc_env[@]}" nice -n "$NICE" "$MATURIN" build --release --interpreter "$py" \
+                --out "$DIST" "${features[@]}" "${target_args[@]}" --zig \
+                --compatibility "$MANYLINUX" 2>&1 \
                 | tee "$buildlog" >&2; then
             mode="zig"
         elif [ "$ZIG_MODE" = yes ]; then
