@@ -21,7 +21,7 @@
 #                         the native tag for this and every later wheel if zig fails;
 #                         yes: zig or fail; no: native only
 #   ZSTDPOOL_WHEEL_CC     the C compiler of a zig build for this machine's own target
-#                         (default: gcc; zig links either way)
+#                         (default: gcc; empty: zig's clang; zig links either way)
 #   ZSTDPOOL_NICE         niceness of the builds (default: 15)
 #   ZSTDPOOL_TOOLS_VENV   where maturin, ziglang and auditwheel are installed when missing
 #                         (default: ~/.cache/zstdpool/wheel-tools-<pins>)
@@ -177,9 +177,14 @@ PYTHON
 # auditwheel still checks the wheel's glibc symbols below. A cross build (ZSTDPOOL_TARGET)
 # keeps zig's clang: no cross gcc is installed.
 cc_env=()
-if [ -z "$TARGET" ] && command -v "${ZSTDPOOL_WHEEL_CC:-gcc}" >/dev/null; then
-    triple="$(rustc -vV | sed -n 's/^host: //p')"
-    cc_env=("CC_$triple=${ZSTDPOOL_WHEEL_CC:-gcc}")
+wheel_cc="${ZSTDPOOL_WHEEL_CC-gcc}"
+if [ -z "$TARGET" ] && [ -n "$wheel_cc" ]; then
+    if command -v "$wheel_cc" >/dev/null; then
+        triple="$(rustc -vV | sed -n 's/^host: //p')"
+        cc_env=("CC_$triple=$wheel_cc")
+    else
+        log "no $wheel_cc: zig's clang compiles the C code"
+    fi
 fi
 
 for v in "${versions[@]}"; do

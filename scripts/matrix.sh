@@ -8,7 +8,8 @@
 # (scripts/check.sh) has already run the whole suite on a development build; here each wheel
 # is tested as it ships:
 #   3.14t      the whole suite, with the GIL off from `import zstdpool` to the end
-#   3.10-3.13  the suite but its slowest parts (scripts/test-matrix.sh says which)
+#   3.10-3.13  the suite but its slowest parts (scripts/test-matrix.sh says which); not on
+#              the version ZSTDPOOL_SUITE_RAN_ON names
 #   every one  the documentation's examples, in a fresh venv with only what they import
 # Then the other platforms: the aarch64 wheel, cross-built and tested under emulation in an
 # arm64 Debian root, and clippy of the core and the bindings for macOS.
