@@ -49,10 +49,16 @@ def documented_modules() -> set[str]:
     return {name for name in found if not any(p.startswith("_") for p in name.split("."))}
 
 
+def dependencies(name: str) -> list[str]:
+    """The optional dependencies that module ``name`` (or a package above it) needs."""
+    return [
+        dep for module, dep in OPTIONAL.items() if name == module or name.startswith(module + ".")
+    ]
+
+
 def load(name: str) -> Any:
-    for module, dependency in OPTIONAL.items():
-        if name == module or name.startswith(module + "."):
-            pytest.importorskip(dependency, reason=f"{name} needs {dependency}")
+    for dependency in dependencies(name):
+        pytest.importorskip(dependency, reason=f"{name} needs {dependency}")
     return importlib.import_module(name)
 
 
@@ -101,10 +107,7 @@ def test_every_public_module_has_a_reference_page() -> None:
 def unavailable(name: str) -> bool:
     """Whether ``name`` needs an optional dependency that is not installed (the package walk
     cannot import it then, and so does not find its submodules)."""
-    return any(
-        (name == module or name.startswith(module + ".")) and not importlib.util.find_spec(dep)
-        for module, dep in OPTIONAL.items()
-    )
+    return any(not importlib.util.find_spec(dep) for dep in dependencies(name))
 
 
 def test_the_reference_names_only_modules_that_exist() -> None:
