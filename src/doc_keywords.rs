@@ -9,15 +9,6 @@ macro_rules! doc_pool {
     };
 }
 
-/// `filesystem` and `storage_options` of a function that reads `source`.
-macro_rules! doc_source_location {
-    () => {
-        "- `filesystem`: a pyarrow or fsspec filesystem that `source` is a path on.\n\
-         - `storage_options`: options of the object store that a URL `source` names \
-         (credentials, region, endpoint, timeouts), as `zstdpool.dataset.dataset` takes them."
-    };
-}
-
 /// `filesystem` and `storage_options` of a function that writes to `sink`.
 macro_rules! doc_sink_location {
     () => {

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
@@ -315,3 +316,76 @@ def test_the_stubs_take_arrow_objects_and_refuse_others(tmp_path: Path) -> None:
         if "# E: " in line
     }
     assert found == expected, result.stdout
+
+
+def _stub_keywords() -> object:
+    """``scripts/stub_keywords.py``, imported as a module."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "stub_keywords.py"
+    spec = importlib.util.spec_from_file_location("stub_keywords", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_stubs_shared_keywords_are_written_from_one_table() -> None:
+    # Every definition whose runtime signature ends with shared keywords has them, typed as
+    # the table types them (run the script without --check to write them).
+    keywords: Any = _stub_keywords()
+    _, changed = keywords.update(keywords.STUB.read_text(), zstdpool._zstdpool)
+    assert changed == []
+    readers = [
+        zstdpool._zstdpool.read_stream,
+        zstdpool._zstdpool.RecordBatchFileReader,
+        zstdpool._zstdpool.ParquetFile,
+        zstdpool._zstdpool.DatasetScanner,
+    ]
+    for reader in readers:
+        assert keywords.runtime_tail(reader) == ["pool", "filesystem", "storage_options"], reader
+    assert keywords.runtime_tail(zstdpool._zstdpool.inspect_ipc) == [
+        "filesystem",
+        "storage_options",
+    ]
+
+
+def test_the_stub_keyword_writer_adds_a_missing_keyword_and_mends_a_type() -> None:
+    keywords: Any = _stub_keywords()
+    stub = textwrap.dedent(
+        """\
+        class DatasetScanner:
+            def __new__(
+                cls,
+                source: str,
+                *,
+                format: str = "parquet",
+                storage_options: dict[str, Any] = None,
+                pool: ContextPool | None = None,
+            ) -> DatasetScanner: ...
+            def files(self) -> list[str]: ...
+
+        def read_stream(source: object) -> pa.Table:
+            \"\"\"Reads.\"\"\"
+        """
+    )
+    text, changed = keywords.update(stub, zstdpool._zstdpool)
+    assert [c.split()[-1] for c in changed] == ["__new__", "read_stream"]
+    scanner = ast.parse(text).body[0]
+    assert isinstance(scanner, ast.ClassDef)
+    new = scanner.body[0]
+    assert isinstance(new, ast.FunctionDef)
+    assert [a.arg for a in new.args.kwonlyargs][-4:] == [
+        "format",
+        "pool",
+        "filesystem",
+        "storage_options",
+    ]
+    mended = {a.arg: a.annotation for a in new.args.kwonlyargs}["storage_options"]
+    assert mended is not None and ast.unparse(mended) == "dict[str, Any] | None"
+    assert "def files(self) -> list[str]: ..." in text
+    read = ast.parse(text).body[1]
+    assert isinstance(read, ast.FunctionDef)
+    assert ast.get_docstring(read) == "Reads."
+    assert [a.arg for a in read.args.kwonlyargs] == ["pool", "filesystem", "storage_options"]
+    assert keywords.update(text, zstdpool._zstdpool)[1] == []

@@ -819,10 +819,11 @@ class DatasetScanner:
         infer_dictionary: bool = False,
         schema: pa.Schema | ArrowSchemaExportable | None = None,
         ignore_prefixes: list[str] | None = None,
-        pool: ContextPool | None = None,
-        storage_options: dict[str, Any] | None = None,
         page_checksum_verification: bool = False,
         null_fallback: str | None = None,
+        pool: ContextPool | None = None,
+        filesystem: Any | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> DatasetScanner: ...
     @property
     def schema(self) -> pa.Schema: ...
@@ -885,7 +886,7 @@ def write_dataset(
     fsync: bool = False,
     pool: ContextPool | None = None,
     file_options: ParquetWriteOptions | None = None,
-    filesystem: Any = None,
+    filesystem: Any | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> list[WrittenFile]: ...
 def _store_list(

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyList, PyTuple};
 use pyo3_arrow::PyArray;
 
 use crate::batch_stream::PyBatchStream;
@@ -20,7 +20,6 @@ use crate::errors::OrRaise as _;
 use crate::export::{schema_to_py, table_to_py, NextBatch};
 use crate::input::schema_of;
 use crate::io::{as_path, unwrap_py_error_in};
-use crate::pool::{pool_or_default, PyContextPool};
 use crate::store::{self, Located, PathOptions};
 use zstdpool_core::error::{Error, Result};
 use zstdpool_core::params;
@@ -100,28 +99,30 @@ fn options(
 }
 
 /// The sources of a store: a URL (or a filesystem object's path) is a prefix or one object,
-/// a list of URLs (of one bucket) or of a filesystem object's paths those objects. None when
-/// `source` names local files.
-fn store_sources(
-    source: &Bound<'_, PyAny>,
-    storage_options: Option<&Bound<'_, PyDict>>,
+/// a list of URLs (of one bucket) or of a filesystem object's paths those objects. Anything
+/// else names local files: the error is `source` as `at` resolves it (a local filesystem's
+/// path as a local path).
+fn store_sources<'py>(
+    source: &Bound<'py, PyAny>,
+    at: PathOptions<'_, 'py>,
     ignore_prefixes: &[String],
-) -> PyResult<Option<Sources>> {
+) -> PyResult<std::result::Result<Sources, Bound<'py, PyAny>>> {
     if let Ok(list) = source.cast::<PyList>() {
         let first = match list.get_item(0) {
             Ok(first) if store::is_store_url(&first) => first,
             _ => {
-                return match store::locate(
-                    "source",
-                    source,
-                    PathOptions::new(None, storage_options),
-                )? {
-                    Located::Keys(store, keys) => Ok(Some(Sources::StoreKeys { store, keys })),
-                    _ => Ok(None),
+                return match store::locate("source", source, at)? {
+                    Located::Keys(store, keys) => Ok(Ok(Sources::StoreKeys { store, keys })),
+                    Located::Store(store, prefix) => Ok(Ok(Sources::StorePrefix {
+                        store,
+                        prefix,
+                        ignore_prefixes: ignore_prefixes.to_vec(),
+                    })),
+                    Located::Other(local) => Ok(Err(local)),
                 }
             }
         };
-        let (store, _) = store::open(&first.extract::<String>()?, storage_options)?;
+        let (store, _) = store::open(&first.extract::<String>()?, at.storage_options)?;
         let root = store.url("");
         let mut keys = Vec::with_capacity(list.len());
         for item in list.iter() {
@@ -140,19 +141,17 @@ fn store_sources(
                 })?;
             keys.push(key.to_string());
         }
-        return Ok(Some(Sources::StoreKeys { store, keys }));
+        return Ok(Ok(Sources::StoreKeys { store, keys }));
     }
-    Ok(
-        match store::locate("source", source, PathOptions::new(None, storage_options))? {
-            Located::Store(store, prefix) => Some(Sources::StorePrefix {
-                store,
-                prefix,
-                ignore_prefixes: ignore_prefixes.to_vec(),
-            }),
-            Located::Keys(store, keys) => Some(Sources::StoreKeys { store, keys }),
-            Located::Other(_) => None,
-        },
-    )
+    Ok(match store::locate("source", source, at)? {
+        Located::Store(store, prefix) => Ok(Sources::StorePrefix {
+            store,
+            prefix,
+            ignore_prefixes: ignore_prefixes.to_vec(),
+        }),
+        Located::Keys(store, keys) => Ok(Sources::StoreKeys { store, keys }),
+        Located::Other(local) => Err(local),
+    })
 }
 
 /// The files of a dataset, found at open: their partitions typed and the schema read from
@@ -163,107 +162,109 @@ pub struct PyDatasetScanner {
     format: Format,
 }
 
+reader! {
+    decoding(with, 'py),
+    signature = (source, *, format="parquet", partitioning=None, partition_schema=None, infer_partition_types=true, infer_dictionary=false, schema=None, ignore_prefixes=None, page_checksum_verification=false, null_fallback=None);
+    impl PyDatasetScanner {
+        /// `source`: a directory, or a list of files. `partitioning`: None, "hive", "directory"
+        /// or "filename"; `partition_schema` the partition fields (for "directory" and
+        /// "filename", their names and, unless `infer_partition_types`, their types; for "hive",
+        /// given types); inferred
+        /// types are dictionaries with `infer_dictionary`. With `page_checksum_verification`,
+        /// Parquet pages whose headers give a CRC are checked against it. A Hive value named
+        /// `null_fallback` (`__HIVE_DEFAULT_PARTITION__` by default) is null.
+        #[new]
+        fn new<'py>(
+            py: Python<'py>,
+            source: &Bound<'py, PyAny>,
+            #[pyo3(from_py_with = args::arg::<args::Format, _>)] format: &str,
+            partitioning: Option<&str>,
+            partition_schema: Option<&Bound<'py, PyAny>>,
+            infer_partition_types: bool,
+            infer_dictionary: bool,
+            schema: Option<&Bound<'py, PyAny>>,
+            ignore_prefixes: Option<Vec<String>>,
+            page_checksum_verification: bool,
+            null_fallback: Option<String>
+        ) -> PyResult<Self> {
+            let (format, errors_format) = match format.to_ascii_lowercase().as_str() {
+                "parquet" => (FileFormat::Parquet, Format::Parquet),
+                "ipc" | "arrow" | "feather" => (FileFormat::Ipc, Format::Ipc),
+                _ => {
+                    return Err(errors::parameter(format!(
+                        "format must be \"parquet\", or \"ipc\", \"arrow\" or \"feather\", not \
+                         {format:?}"
+                    )))
+                }
+            };
+            let partition_schema = partition_schema.map(schema_of).transpose()?;
+            let partitioning = match (partitioning, partition_schema) {
+                (None, _) => Partitioning::None,
+                (Some("hive"), schema) => Partitioning::Hive {
+                    schema,
+                    dictionary: infer_dictionary,
+                    null_fallback,
+                },
+                (Some("directory"), Some(schema)) => Partitioning::Directory {
+                    schema,
+                    infer: infer_partition_types,
+                    dictionary: infer_dictionary,
+                },
+                (Some("filename"), Some(schema)) => Partitioning::Filename {
+                    schema,
+                    infer: infer_partition_types,
+                    dictionary: infer_dictionary,
+                },
+                (Some(other), _) => {
+                    return Err(errors::parameter(format!(
+                        "partitioning must be None, \"hive\", or \"directory\" or \"filename\" \
+                         with the fields' names, not {other:?}"
+                    )))
+                }
+            };
+            let ignore_prefixes = ignore_prefixes.unwrap_or_else(|| vec![".".into(), "_".into()]);
+            let sources = match store_sources(source, with.at, &ignore_prefixes)? {
+                Ok(sources) => sources,
+                Err(source) => match as_path(&source)? {
+                    Some(root) if root.is_dir() => Sources::Directory {
+                        root,
+                        ignore_prefixes,
+                    },
+                    Some(file) => Sources::Files(vec![file]),
+                    None => {
+                        let list = source.cast::<PyList>().map_err(|_| {
+                            errors::wrong_type(format!(
+                            "source must be a directory, a file path, or a list of file paths, not \
+                             '{}'",
+                            source.get_type().name().map(|n| n.to_string()).unwrap_or_default()
+                        ))
+                        })?;
+                        let mut paths: Vec<PathBuf> = Vec::with_capacity(list.len());
+                        for item in list.iter() {
+                            paths.push(as_path(&item)?.ok_or_else(|| {
+                                errors::wrong_type("source: every item of the list must be a path")
+                            })?);
+                        }
+                        Sources::Files(paths)
+                    }
+                },
+            };
+            let schema = schema.map(schema_of).transpose()?;
+            let pool = with.pool;
+            let dataset = py
+                .detach(|| Dataset::open(sources, format, &partitioning, schema, pool))
+                .map_err(failed(errors_format))?
+                .verifying_checksums(page_checksum_verification);
+            Ok(PyDatasetScanner {
+                dataset: Arc::new(dataset),
+                format: errors_format,
+            })
+        }
+    }
+}
+
 #[pymethods]
 impl PyDatasetScanner {
-    /// `source`: a directory, or a list of files. `partitioning`: None, "hive", "directory"
-    /// or "filename"; `partition_schema` the partition fields (for "directory" and
-    /// "filename", their names and, unless `infer_partition_types`, their types; for "hive",
-    /// given types); inferred
-    /// types are dictionaries with `infer_dictionary`. With `page_checksum_verification`,
-    /// Parquet pages whose headers give a CRC are checked against it. A Hive value named
-    /// `null_fallback` (`__HIVE_DEFAULT_PARTITION__` by default) is null.
-    #[new]
-    #[pyo3(signature = (source, *, format="parquet", partitioning=None, partition_schema=None, infer_partition_types=true, infer_dictionary=false, schema=None, ignore_prefixes=None, pool=None, storage_options=None, page_checksum_verification=false, null_fallback=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        source: &Bound<'_, PyAny>,
-        #[pyo3(from_py_with = args::arg::<args::Format, _>)] format: &str,
-        partitioning: Option<&str>,
-        partition_schema: Option<&Bound<'_, PyAny>>,
-        infer_partition_types: bool,
-        infer_dictionary: bool,
-        schema: Option<&Bound<'_, PyAny>>,
-        ignore_prefixes: Option<Vec<String>>,
-        pool: Option<&Bound<'_, PyContextPool>>,
-        storage_options: Option<&Bound<'_, PyDict>>,
-        page_checksum_verification: bool,
-        null_fallback: Option<String>,
-    ) -> PyResult<Self> {
-        let (format, errors_format) = match format.to_ascii_lowercase().as_str() {
-            "parquet" => (FileFormat::Parquet, Format::Parquet),
-            "ipc" | "arrow" | "feather" => (FileFormat::Ipc, Format::Ipc),
-            _ => {
-                return Err(errors::parameter(format!(
-                    "format must be \"parquet\", or \"ipc\", \"arrow\" or \"feather\", not \
-                     {format:?}"
-                )))
-            }
-        };
-        let partition_schema = partition_schema.map(schema_of).transpose()?;
-        let partitioning = match (partitioning, partition_schema) {
-            (None, _) => Partitioning::None,
-            (Some("hive"), schema) => Partitioning::Hive {
-                schema,
-                dictionary: infer_dictionary,
-                null_fallback,
-            },
-            (Some("directory"), Some(schema)) => Partitioning::Directory {
-                schema,
-                infer: infer_partition_types,
-                dictionary: infer_dictionary,
-            },
-            (Some("filename"), Some(schema)) => Partitioning::Filename {
-                schema,
-                infer: infer_partition_types,
-                dictionary: infer_dictionary,
-            },
-            (Some(other), _) => {
-                return Err(errors::parameter(format!(
-                    "partitioning must be None, \"hive\", or \"directory\" or \"filename\" \
-                     with the fields' names, not {other:?}"
-                )))
-            }
-        };
-        let ignore_prefixes = ignore_prefixes.unwrap_or_else(|| vec![".".into(), "_".into()]);
-        let sources = match store_sources(source, storage_options, &ignore_prefixes)? {
-            Some(sources) => sources,
-            None => match as_path(source)? {
-                Some(root) if root.is_dir() => Sources::Directory {
-                    root,
-                    ignore_prefixes,
-                },
-                Some(file) => Sources::Files(vec![file]),
-                None => {
-                    let list = source.cast::<PyList>().map_err(|_| {
-                        errors::wrong_type(format!(
-                        "source must be a directory, a file path, or a list of file paths, not \
-                         '{}'",
-                        source.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-                    ))
-                    })?;
-                    let mut paths: Vec<PathBuf> = Vec::with_capacity(list.len());
-                    for item in list.iter() {
-                        paths.push(as_path(&item)?.ok_or_else(|| {
-                            errors::wrong_type("source: every item of the list must be a path")
-                        })?);
-                    }
-                    Sources::Files(paths)
-                }
-            },
-        };
-        let schema = schema.map(schema_of).transpose()?;
-        let pool = pool_or_default(pool);
-        let dataset = py
-            .detach(|| Dataset::open(sources, format, &partitioning, schema, pool))
-            .map_err(failed(errors_format))?
-            .verifying_checksums(page_checksum_verification);
-        Ok(PyDatasetScanner {
-            dataset: Arc::new(dataset),
-            format: errors_format,
-        })
-    }
-
     /// The dataset's schema: the files' columns, then the partition fields.
     #[getter]
     fn schema<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {

@@ -16,7 +16,6 @@ use crate::held::Held;
 use crate::io::unwrap_py_error_in;
 use crate::ipc::options::{to_key_value_metadata, ReadSettings};
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
-use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::InputSource;
 use crate::store::PathOptions;
 use zstdpool_core::error::{Error, Result};
@@ -173,42 +172,43 @@ impl PyIpcStreamReader {
 /// `open`; and `stats`.
 macro_rules! ipc_reader_shared {
     ($class:ty $(, $footer_offset:ident)?) => {
+        reader! {
+            decoding(with, 'py),
+            signature = (source, $($footer_offset=None,)? *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None);
+            impl $class {
+                #[new]
+                fn new<'py>(
+                    py: Python<'py>,
+                    source: &Bound<'py, PyAny>,
+                    $(
+                        #[pyo3(from_py_with = args::arg::<args::FooterOffset, _>)]
+                        $footer_offset: Option<i64>,
+                    )?
+                    options: Option<&Bound<'py, PyAny>>,
+                    memory_pool: Option<&Bound<'py, PyAny>>,
+                    #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)]
+                    max_buffer_size: Option<i64>,
+                    #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)]
+                    max_batch_size: Option<i64>,
+                    #[pyo3(from_py_with = args::arg::<args::Threads, _>)]
+                    threads: Option<i64>
+                ) -> PyResult<Self> {
+                    let opening = Opening::new(
+                        source,
+                        with.at,
+                        options,
+                        memory_pool,
+                        max_buffer_size,
+                        max_batch_size,
+                        threads,
+                    )?;
+                    Self::open(py, opening, $($footer_offset,)? with.pool)
+                }
+            }
+        }
+
         #[pymethods]
         impl $class {
-            #[new]
-            #[pyo3(signature = (source, $($footer_offset=None,)? *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None, pool=None, filesystem=None, storage_options=None))]
-            #[allow(clippy::too_many_arguments)]
-            fn new(
-                py: Python<'_>,
-                source: &Bound<'_, PyAny>,
-                $(
-                    #[pyo3(from_py_with = args::arg::<args::FooterOffset, _>)]
-                    $footer_offset: Option<i64>,
-                )?
-                options: Option<&Bound<'_, PyAny>>,
-                memory_pool: Option<&Bound<'_, PyAny>>,
-                #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)]
-                max_buffer_size: Option<i64>,
-                #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)]
-                max_batch_size: Option<i64>,
-                #[pyo3(from_py_with = args::arg::<args::Threads, _>)]
-                threads: Option<i64>,
-                pool: Option<&Bound<'_, PyContextPool>>,
-                filesystem: Option<&Bound<'_, PyAny>>,
-                storage_options: Option<&Bound<'_, PyDict>>,
-            ) -> PyResult<Self> {
-                let opening = Opening::new(
-                    source,
-                    PathOptions::new(filesystem, storage_options),
-                    options,
-                    memory_pool,
-                    max_buffer_size,
-                    max_batch_size,
-                    threads,
-                )?;
-                Self::open(py, opening, $($footer_offset,)? pool_or_default(pool))
-            }
-
             /// What has been read so far, as a `ReadStats` (pyarrow's fields).
             #[getter]
             fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
@@ -589,79 +589,68 @@ impl FileBatches {
     }
 }
 
-/// Reads a whole Arrow IPC stream into a pyarrow Table.
-///
-/// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another buffer,
-///   or a binary file object.
-#[doc = doc_ipc_read!()]
-#[doc = doc_pool!()]
-#[doc = doc_source_location!()]
-#[pyfunction]
-#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None, filesystem=None, storage_options=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn read_stream<'py>(
-    py: Python<'py>,
-    source: &Bound<'py, PyAny>,
-    #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)] max_buffer_size: Option<i64>,
-    #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)] max_batch_size: Option<i64>,
-    #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
-    pool: Option<&Bound<'py, PyContextPool>>,
-    filesystem: Option<&Bound<'py, PyAny>>,
-    storage_options: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let reader = PyIpcStreamReader::new(
-        py,
-        source,
-        None,
-        None,
-        max_buffer_size,
-        max_batch_size,
-        threads,
-        pool,
-        filesystem,
-        storage_options,
-    )?;
-    let table = reader.read_all(py);
-    Lifecycle::close(&reader, py)?;
-    table
+reader! {
+    decoding(with, 'py),
+    signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None);
+    /// Reads a whole Arrow IPC stream into a pyarrow Table.
+    ///
+    /// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another buffer,
+    ///   or a binary file object.
+    #[doc = doc_ipc_read!()]
+    #[pyfunction]
+    pub fn read_stream<'py>(
+        py: Python<'py>,
+        source: &Bound<'py, PyAny>,
+        #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)] max_buffer_size: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)] max_batch_size: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let opening = Opening::new(
+            source,
+            with.at,
+            None,
+            None,
+            max_buffer_size,
+            max_batch_size,
+            threads,
+        )?;
+        let reader = PyIpcStreamReader::open(py, opening, with.pool)?;
+        let table = reader.read_all(py);
+        Lifecycle::close(&reader, py)?;
+        table
+    }
 }
 
-/// Reads a whole Arrow IPC file into a pyarrow Table.
-///
-/// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another buffer,
-///   or a binary file object.
-#[doc = doc_ipc_read!()]
-#[doc = doc_pool!()]
-#[doc = doc_source_location!()]
-#[pyfunction]
-#[pyo3(signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None, pool=None, filesystem=None, storage_options=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn read_file<'py>(
-    py: Python<'py>,
-    source: &Bound<'py, PyAny>,
-    #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)] max_buffer_size: Option<i64>,
-    #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)] max_batch_size: Option<i64>,
-    #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
-    pool: Option<&Bound<'py, PyContextPool>>,
-    filesystem: Option<&Bound<'py, PyAny>>,
-    storage_options: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let reader = PyIpcFileReader::new(
-        py,
-        source,
-        None,
-        None,
-        None,
-        max_buffer_size,
-        max_batch_size,
-        threads,
-        pool,
-        filesystem,
-        storage_options,
-    )?;
-    let table = reader.read_all(py);
-    Lifecycle::close(&reader, py)?;
-    table
+reader! {
+    decoding(with, 'py),
+    signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None);
+    /// Reads a whole Arrow IPC file into a pyarrow Table.
+    ///
+    /// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another buffer,
+    ///   or a binary file object.
+    #[doc = doc_ipc_read!()]
+    #[pyfunction]
+    pub fn read_file<'py>(
+        py: Python<'py>,
+        source: &Bound<'py, PyAny>,
+        #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)] max_buffer_size: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)] max_batch_size: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let opening = Opening::new(
+            source,
+            with.at,
+            None,
+            None,
+            max_buffer_size,
+            max_batch_size,
+            threads,
+        )?;
+        let reader = PyIpcFileReader::open(py, opening, None, with.pool)?;
+        let table = reader.read_all(py);
+        Lifecycle::close(&reader, py)?;
+        table
+    }
 }
 
 /// Refuses, at open, a schema that cannot cross the Arrow C data interface to pyarrow (a NUL
@@ -680,46 +669,48 @@ fn check_exportable(schema: &SchemaRef) -> PyResult<()> {
         })
 }
 
-/// Summarizes an Arrow IPC stream or file without decoding its data: format, schema, batches,
-/// rows, codecs, and per column the stored and uncompressed bytes.
-#[pyfunction]
-#[pyo3(signature = (source, *, filesystem=None, storage_options=None))]
-pub fn inspect_ipc<'py>(
-    py: Python<'py>,
-    source: &Bound<'py, PyAny>,
-    filesystem: Option<&Bound<'py, PyAny>>,
-    storage_options: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let mut input = InputSource::open(source, PathOptions::new(filesystem, storage_options))?;
-    let found = py
-        .detach(|| inspect(&mut input, &ReadLimits::default()))
-        .map_err(failed)?;
-    let d = PyDict::new(py);
-    d.set_item(
-        "format",
-        match found.format {
-            IpcFormat::Stream => "stream",
-            IpcFormat::File => "file",
-        },
-    )?;
-    let schema = schema_to_py(py, &found.schema)?;
-    d.set_item("schema", &schema)?;
-    d.set_item("num_batches", found.num_batches)?;
-    d.set_item("num_rows", found.num_rows)?;
-    d.set_item("num_dictionary_batches", found.num_dictionary_batches)?;
-    d.set_item("codecs", found.codecs.iter().collect::<Vec<_>>())?;
-    d.set_item("body_bytes", found.body_bytes)?;
-    let columns = PyList::empty(py);
-    for (i, (field, bytes)) in found.schema.fields().iter().zip(&found.columns).enumerate() {
-        let c = PyDict::new(py);
-        c.set_item("name", field.name())?;
-        // pyarrow's spelling of the type, as the schema prints it.
-        let pa_type = schema.call_method1("field", (i,))?.getattr("type")?;
-        c.set_item("type", pa_type.str()?)?;
-        c.set_item("compressed_bytes", bytes.compressed)?;
-        c.set_item("uncompressed_bytes", bytes.uncompressed)?;
-        columns.append(c)?;
+reader! {
+    source(at, 'py),
+    signature = (source, *);
+    /// Summarizes an Arrow IPC stream or file without decoding its data: format, schema, batches,
+    /// rows, codecs, and per column the stored and uncompressed bytes.
+    ///
+    #[pyfunction]
+    pub fn inspect_ipc<'py>(
+        py: Python<'py>,
+        source: &Bound<'py, PyAny>
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let mut input = InputSource::open(source, at)?;
+        let found = py
+            .detach(|| inspect(&mut input, &ReadLimits::default()))
+            .map_err(failed)?;
+        let d = PyDict::new(py);
+        d.set_item(
+            "format",
+            match found.format {
+                IpcFormat::Stream => "stream",
+                IpcFormat::File => "file",
+            },
+        )?;
+        let schema = schema_to_py(py, &found.schema)?;
+        d.set_item("schema", &schema)?;
+        d.set_item("num_batches", found.num_batches)?;
+        d.set_item("num_rows", found.num_rows)?;
+        d.set_item("num_dictionary_batches", found.num_dictionary_batches)?;
+        d.set_item("codecs", found.codecs.iter().collect::<Vec<_>>())?;
+        d.set_item("body_bytes", found.body_bytes)?;
+        let columns = PyList::empty(py);
+        for (i, (field, bytes)) in found.schema.fields().iter().zip(&found.columns).enumerate() {
+            let c = PyDict::new(py);
+            c.set_item("name", field.name())?;
+            // pyarrow's spelling of the type, as the schema prints it.
+            let pa_type = schema.call_method1("field", (i,))?.getattr("type")?;
+            c.set_item("type", pa_type.str()?)?;
+            c.set_item("compressed_bytes", bytes.compressed)?;
+            c.set_item("uncompressed_bytes", bytes.uncompressed)?;
+            columns.append(c)?;
+        }
+        d.set_item("columns", columns)?;
+        Ok(d)
     }
-    d.set_item("columns", columns)?;
-    Ok(d)
 }

@@ -15,12 +15,12 @@ use crate::errors::OrRaise as _;
 use crate::export::{schema_to_py, table_to_py, NextBatch};
 use crate::io::unwrap_py_error_in;
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
-use crate::pool::{pool_or_default, PyContextPool};
 use crate::source::parquet_source;
 use crate::store::PathOptions;
 use zstdpool_core::error::{Error, Result};
 use zstdpool_core::params;
 use zstdpool_core::parquet::{Batches, ParquetFile, ParquetLimits};
+use zstdpool_core::pool::ContextPool;
 
 /// The exception for a failed read: a corrupt or oversized body is also a ParquetError.
 fn failed(err: Error) -> PyErr {
@@ -53,10 +53,9 @@ fn open<'py>(
     at: PathOptions<'_, 'py>,
     limits: ParquetLimits,
     threads: Option<usize>,
-    pool: Option<&Bound<'py, PyContextPool>>,
+    pool: &ContextPool,
 ) -> PyResult<ParquetFile> {
     let source = parquet_source(source, at)?;
-    let pool = pool_or_default(pool);
     py.detach(|| ParquetFile::open(source, limits, pool, threads))
         .map_err(failed)
 }
@@ -103,32 +102,32 @@ impl PyParquetFile {
     }
 }
 
+reader! {
+    decoding(with, 'py),
+    signature = (source, *, max_page_size=None, page_checksum_verification=false, use_threads=true, threads=None);
+    impl PyParquetFile {
+        #[new]
+        fn new<'py>(
+            py: Python<'py>,
+            source: &Bound<'py, PyAny>,
+            #[pyo3(from_py_with = args::arg::<args::MaxPageSize, _>)] max_page_size: Option<i64>,
+            page_checksum_verification: bool,
+            use_threads: bool,
+            #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>
+        ) -> PyResult<Self> {
+            let threads = self::threads(threads, use_threads)?;
+            let limits = limits(max_page_size, page_checksum_verification)?;
+            let file = open(py, source, with.at, limits, threads, with.pool)?;
+            Ok(PyParquetFile {
+                schema: file.schema().clone(),
+                file: RwLock::new(Some(Arc::new(file))),
+            })
+        }
+    }
+}
+
 #[pymethods]
 impl PyParquetFile {
-    #[new]
-    #[pyo3(signature = (source, *, max_page_size=None, page_checksum_verification=false, use_threads=true, threads=None, pool=None, filesystem=None, storage_options=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn new(
-        py: Python<'_>,
-        source: &Bound<'_, PyAny>,
-        #[pyo3(from_py_with = args::arg::<args::MaxPageSize, _>)] max_page_size: Option<i64>,
-        page_checksum_verification: bool,
-        use_threads: bool,
-        #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
-        pool: Option<&Bound<'_, PyContextPool>>,
-        filesystem: Option<&Bound<'_, PyAny>>,
-        storage_options: Option<&Bound<'_, PyDict>>,
-    ) -> PyResult<Self> {
-        let threads = self::threads(threads, use_threads)?;
-        let at = PathOptions::new(filesystem, storage_options);
-        let limits = limits(max_page_size, page_checksum_verification)?;
-        let file = open(py, source, at, limits, threads, pool)?;
-        Ok(PyParquetFile {
-            schema: file.schema().clone(),
-            file: RwLock::new(Some(Arc::new(file))),
-        })
-    }
-
     /// The file's Arrow schema as a pyarrow Schema (restored from `ARROW:schema` where the
     /// file has one, as pyarrow does), with its metadata.
     #[getter]
@@ -270,52 +269,50 @@ impl NextBatch for Batches {
     }
 }
 
-/// Reads a Parquet file into one pyarrow Table: `columns` (top-level names or dotted paths
-/// into nested columns; all by default) of `row_groups` (all by default). Columns of a large
-/// file are decoded on several threads (`threads`, or `use_threads=False` for one); zstd pages
-/// are decompressed with pooled contexts. `source` is bytes-like (read without copying), a
-/// path, or a seekable binary file object; `max_page_size` bounds what a page may declare.
-/// With `page_checksum_verification`, each page whose header gives a CRC is checked against
-/// it before it is decompressed, and a mismatch is a ParquetError.
-#[pyfunction]
-#[pyo3(signature = (source, *, columns=None, row_groups=None, use_threads=true, threads=None, max_page_size=None, page_checksum_verification=false, pool=None, filesystem=None, storage_options=None))]
-#[allow(clippy::too_many_arguments)]
-pub fn read_table<'py>(
-    py: Python<'py>,
-    source: &Bound<'py, PyAny>,
-    columns: Option<Vec<String>>,
-    #[pyo3(from_py_with = args::arg::<args::RowGroups, _>)] row_groups: Option<Vec<usize>>,
-    use_threads: bool,
-    #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
-    #[pyo3(from_py_with = args::arg::<args::MaxPageSize, _>)] max_page_size: Option<i64>,
-    page_checksum_verification: bool,
-    pool: Option<&Bound<'py, PyContextPool>>,
-    filesystem: Option<&Bound<'py, PyAny>>,
-    storage_options: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let threads = self::threads(threads, use_threads)?;
-    let at = PathOptions::new(filesystem, storage_options);
-    let limits = limits(max_page_size, page_checksum_verification)?;
-    let file = open(py, source, at, limits, threads, pool)?;
-    read(py, &file, columns, row_groups, None)
+reader! {
+    decoding(with, 'py),
+    signature = (source, *, columns=None, row_groups=None, use_threads=true, threads=None, max_page_size=None, page_checksum_verification=false);
+    /// Reads a Parquet file into one pyarrow Table: `columns` (top-level names or dotted paths
+    /// into nested columns; all by default) of `row_groups` (all by default). Columns of a large
+    /// file are decoded on several threads (`threads`, or `use_threads=False` for one); zstd pages
+    /// are decompressed with pooled contexts. `source` is bytes-like (read without copying), a
+    /// path, or a seekable binary file object; `max_page_size` bounds what a page may declare.
+    /// With `page_checksum_verification`, each page whose header gives a CRC is checked against
+    /// it before it is decompressed, and a mismatch is a ParquetError.
+    ///
+    #[pyfunction]
+    pub fn read_table<'py>(
+        py: Python<'py>,
+        source: &Bound<'py, PyAny>,
+        columns: Option<Vec<String>>,
+        #[pyo3(from_py_with = args::arg::<args::RowGroups, _>)] row_groups: Option<Vec<usize>>,
+        use_threads: bool,
+        #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>,
+        #[pyo3(from_py_with = args::arg::<args::MaxPageSize, _>)] max_page_size: Option<i64>,
+        page_checksum_verification: bool
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let threads = self::threads(threads, use_threads)?;
+        let limits = limits(max_page_size, page_checksum_verification)?;
+        let file = open(py, source, with.at, limits, threads, with.pool)?;
+        read(py, &file, columns, row_groups, None)
+    }
 }
 
-/// The Arrow schema of a Parquet file (read from its footer alone), as a pyarrow Schema.
-///
-/// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another buffer,
-///   or a binary file object.
-#[doc = doc_source_location!()]
-#[pyfunction]
-#[pyo3(signature = (source, *, filesystem=None, storage_options=None))]
-pub fn read_schema<'py>(
-    py: Python<'py>,
-    source: &Bound<'py, PyAny>,
-    filesystem: Option<&Bound<'py, PyAny>>,
-    storage_options: Option<&Bound<'py, PyDict>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let at = PathOptions::new(filesystem, storage_options);
-    let file = open(py, source, at, ParquetLimits::default(), Some(1), None)?;
-    schema_to_py(py, file.schema())
+reader! {
+    source(at, 'py),
+    signature = (source, *);
+    /// The Arrow schema of a Parquet file (read from its footer alone), as a pyarrow Schema.
+    ///
+    /// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another buffer,
+    ///   or a binary file object.
+    #[pyfunction]
+    pub fn read_schema<'py>(
+        py: Python<'py>,
+        source: &Bound<'py, PyAny>
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let file = open(py, source, at, ParquetLimits::default(), Some(1), ContextPool::global())?;
+        schema_to_py(py, file.schema())
+    }
 }
 
 fn metadata_dict<'py>(py: Python<'py>, file: &ParquetFile) -> PyResult<Bound<'py, PyDict>> {

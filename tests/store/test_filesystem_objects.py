@@ -152,6 +152,30 @@ def test_datasets_on_a_filesystem_object_read_back_in_pyarrow(mem: Any) -> None:
     assert zd.dataset(listed, filesystem=fs).count_rows() == 3000
 
 
+def test_the_dataset_scanner_takes_the_readers_filesystem_keyword(mem: Any, tmp_path: Any) -> None:
+    # The keywords every reader shares reach the scanner under zstdpool.dataset too: a
+    # filesystem object's directory, list of paths, and a local filesystem's path.
+    from zstdpool._zstdpool import DatasetScanner
+
+    fs, root = mem
+    t = table(600, 3)
+    zd.write_dataset(
+        t, f"{root}/ds", partitioning=["part"], partitioning_flavor="hive", filesystem=fs
+    )
+    scanner = DatasetScanner(f"{root}/ds", partitioning="hive", filesystem=fs)
+    assert len(scanner.files) == 3
+    assert scanner.read().num_rows == 600
+    listed = sorted(fs.find(f"{root}/ds"))
+    assert DatasetScanner(listed[:2], filesystem=fs).read().num_rows == 400
+    zd.write_dataset(t, tmp_path / "local", partitioning=["part"], partitioning_flavor="hive")
+    local = pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem())
+    scanner = DatasetScanner("local", partitioning="hive", filesystem=local)
+    assert [f.startswith(str(tmp_path)) for f in scanner.files] == [True] * 3
+    assert by_id(scanner.read()).equals(by_id(t))
+    with pytest.raises(zstdpool.ParameterError, match="storage_options"):
+        DatasetScanner(str(tmp_path / "local"), storage_options={"region": "x"})
+
+
 def test_existing_data_behaviors_on_a_filesystem_object(mem: Any) -> None:
     fs, root = mem
     t = table(300, 3)
