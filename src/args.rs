@@ -9,7 +9,7 @@
 //! conversion runs, and only its error is replaced.
 
 use pyo3::prelude::*;
-use pyo3::types::{PySequence, PyString};
+use pyo3::types::{PyBool, PyFloat, PyInt, PySequence, PyString};
 
 use crate::buffer::type_name;
 use crate::errors::{is_overflow, parameter, wrong_type};
@@ -68,6 +68,18 @@ pub fn arg<'a, N: Name, T: Named<'a>>(obj: &'a Bound<'_, PyAny>) -> PyResult<T> 
     T::convert(obj, N::NAME, false)
 }
 
+/// Converts `obj`, an argument or a part of one described as `name` ("compression_level:
+/// the level of column \"a\""), to `T`: for what a function takes in `**kwargs` or in a dict.
+pub fn convert<'a, T: Named<'a>>(obj: &'a Bound<'_, PyAny>, name: &str) -> PyResult<T> {
+    T::convert(obj, name, false)
+}
+
+/// The `TypeError` for `obj`, given as `name`, which is none of what `kind` lists ("an int,
+/// a dict of column names to ints or None").
+pub fn not_one_of(obj: &Bound<'_, PyAny>, name: &str, kind: &str) -> PyErr {
+    not_a(obj, name, kind, false)
+}
+
 /// The `TypeError` for `obj`, given as `name`, which is not `kind` ("an int").
 fn not_a(obj: &Bound<'_, PyAny>, name: &str, kind: &str, nullable: bool) -> PyErr {
     let or_none = if nullable { " or None" } else { "" };
@@ -117,6 +129,34 @@ impl<'a> Named<'a> for &'a str {
         obj.cast::<PyString>()
             .map_err(|_| not_a(obj, name, "a str", nullable))?
             .to_str()
+    }
+}
+
+impl Named<'_> for String {
+    fn convert(obj: &Bound<'_, PyAny>, name: &str, nullable: bool) -> PyResult<Self> {
+        <&str>::convert(obj, name, nullable).map(str::to_owned)
+    }
+}
+
+/// Only a bool (pyarrow's checks accept no other truthy value).
+impl Named<'_> for bool {
+    fn convert(obj: &Bound<'_, PyAny>, name: &str, nullable: bool) -> PyResult<Self> {
+        match obj.cast::<PyBool>() {
+            Ok(b) => Ok(b.is_true()),
+            Err(_) => Err(not_a(obj, name, "a bool", nullable)),
+        }
+    }
+}
+
+/// A float, or an int (as Python takes one where a float is asked for).
+impl Named<'_> for f64 {
+    fn convert(obj: &Bound<'_, PyAny>, name: &str, nullable: bool) -> PyResult<Self> {
+        if obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyInt>() {
+            if let Ok(f) = obj.extract() {
+                return Ok(f);
+            }
+        }
+        Err(not_a(obj, name, "a float", nullable))
     }
 }
 

@@ -207,6 +207,40 @@ def _parquet_bytes() -> bytes:
             errors.ParameterError,
             "max_idle_bytes is out of range",
         ),
+        # The Parquet writers' keywords arrive in **kwargs and are converted by the same
+        # converters, with the same messages, down to a value inside a dict.
+        (
+            lambda: zp.write_table(TABLE, pa.BufferOutputStream(), row_group_size=2**70),
+            errors.ParameterError,
+            "row_group_size is out of range",
+        ),
+        (
+            lambda: zp.write_table(TABLE, pa.BufferOutputStream(), data_page_version=2),
+            TypeError,
+            "data_page_version must be a str, not int",
+        ),
+        (
+            lambda: zp.write_table(TABLE, pa.BufferOutputStream(), store_schema=1),
+            TypeError,
+            "store_schema must be a bool, not int",
+        ),
+        (
+            lambda: zp.write_table(TABLE, pa.BufferOutputStream(), compression_level=1.5),
+            TypeError,
+            "compression_level must be an int, a dict of column names to ints or None, not float",
+        ),
+        (
+            lambda: zp.write_table(TABLE, pa.BufferOutputStream(), compression_level={"a": 2**70}),
+            errors.ParameterError,
+            'compression_level: the level of column "a" is out of range',
+        ),
+        (
+            lambda: zp.write_table(
+                TABLE, pa.BufferOutputStream(), bloom_filter_options={"a": {"fpp": "x"}}
+            ),
+            TypeError,
+            'bloom_filter_options: the fpp of column "a" must be a float, not str',
+        ),
     ],
 )
 def test_a_bad_argument_is_named_in_the_message(call, cls, message) -> None:

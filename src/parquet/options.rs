@@ -5,8 +5,9 @@ use std::collections::HashMap;
 
 use arrow_schema::TimeUnit;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyInt, PyList, PyString, PyTuple};
 
+use crate::args::{self, Named};
 use crate::buffer::type_name;
 use crate::errors;
 use crate::errors::OrRaise as _;
@@ -100,7 +101,7 @@ pub fn writer_keywords<'py>(
         o.content_defined_chunking = content_defined_chunking(v)?;
     }
     if let Some(v) = kw.get("writer_engine_version") {
-        let v: String = kw.extract("writer_engine_version", v, "a str")?;
+        let v: String = args::convert(v, "writer_engine_version")?;
         if v != "V1" && v != "V2" {
             return Err(errors::parameter(format!(
                 "writer_engine_version must be \"V2\", not {v:?}"
@@ -108,7 +109,7 @@ pub fn writer_keywords<'py>(
         }
     }
 
-    let flavor: Option<String> = kw.opt("flavor", "a str")?;
+    let flavor: Option<String> = kw.opt("flavor")?;
     let spark = match flavor.as_deref() {
         None => false,
         Some("spark") => true,
@@ -127,20 +128,20 @@ pub fn writer_keywords<'py>(
     o.dictionary = switches(kw.get("use_dictionary"), "use_dictionary")?;
     o.sample_dictionary = kw.get("use_dictionary").is_none();
     o.statistics = switches(kw.get("write_statistics"), "write_statistics")?;
-    if let Some(n) = kw.opt::<i64>("row_group_size", "an int")? {
+    if let Some(n) = kw.opt::<i64>("row_group_size")? {
         o.row_group_size = params::positive("row_group_size", n).or_raise()?;
     }
     o.data_page_size = kw.size("data_page_size")?;
     o.dictionary_page_size = kw.size("dictionary_pagesize_limit")?;
     o.max_rows_per_page = kw.size("max_rows_per_page")?;
     o.write_batch_size = kw.size("write_batch_size")?;
-    if let Some(v) = kw.opt::<String>("data_page_version", "a str")? {
+    if let Some(v) = kw.opt::<String>("data_page_version")? {
         o.page_version = PageVersion::from_name(&v).or_raise()?;
     }
-    if let Some(v) = kw.opt::<String>("version", "a str")? {
+    if let Some(v) = kw.opt::<String>("version")? {
         o.format_version = FormatVersion::from_name(&v).or_raise()?;
     }
-    o.threads = params::threads(kw.opt("threads", "an int")?).or_raise()?;
+    o.threads = params::threads(kw.opt("threads")?).or_raise()?;
     o.store_schema = kw.flag("store_schema", true)?;
     o.page_index = kw.flag("write_page_index", true)?;
     o.page_checksum = kw.flag("write_page_checksum", false)?;
@@ -148,7 +149,7 @@ pub fn writer_keywords<'py>(
     o.time_adjusted_to_utc = kw.flag("write_time_adjusted_to_utc", false)?;
     o.compliant_nested_types = kw.flag("use_compliant_nested_type", true)?;
     o.decimal_as_integer = kw.flag("store_decimal_as_integer", true)?;
-    o.coerce_timestamps = match kw.opt::<String>("coerce_timestamps", "a str")?.as_deref() {
+    o.coerce_timestamps = match kw.opt::<String>("coerce_timestamps")?.as_deref() {
         None if spark => Some(TimeUnit::Microsecond),
         None => None,
         Some(unit) => Some(
@@ -178,21 +179,19 @@ pub fn writer_keywords<'py>(
     let fsync = kw.flag("fsync", false)?;
     let pool = match kw.get("pool") {
         None => None,
-        Some(p) => Some(p.cast::<PyContextPool>().cloned().map_err(|_| {
-            errors::wrong_type(format!(
-                "pool must be a zstdpool.ContextPool or None, not '{}'",
-                type_name(p)
-            ))
-        })?),
+        Some(p) => Some(
+            p.cast::<PyContextPool>()
+                .cloned()
+                .map_err(|_| args::not_one_of(p, "pool", "a zstdpool.ContextPool or None"))?,
+        ),
     };
     let storage_options = match kw.get("storage_options") {
         None => None,
-        Some(d) => Some(d.cast::<PyDict>().cloned().map_err(|_| {
-            errors::wrong_type(format!(
-                "storage_options must be a dict, not '{}'",
-                type_name(d)
-            ))
-        })?),
+        Some(d) => Some(
+            d.cast::<PyDict>()
+                .cloned()
+                .map_err(|_| args::not_one_of(d, "storage_options", "a dict"))?,
+        ),
     };
     Ok(WriterKeywords {
         options: o,
@@ -213,36 +212,19 @@ impl<'py> Keywords<'py> {
         self.given.get(name)
     }
 
-    fn extract<T: for<'a> FromPyObject<'a, 'py>>(
-        &self,
-        name: &str,
-        v: &Bound<'py, PyAny>,
-        kind: &str,
-    ) -> PyResult<T> {
-        v.extract::<T>().map_err(|_| not_converted(v, name, kind))
-    }
-
-    fn opt<T: for<'a> FromPyObject<'a, 'py>>(&self, name: &str, kind: &str) -> PyResult<Option<T>> {
-        self.get(name)
-            .map(|v| self.extract(name, v, kind))
-            .transpose()
+    /// The keyword `name` where given, converted as every argument is (`args`).
+    fn opt<T: for<'a> Named<'a>>(&self, name: &str) -> PyResult<Option<T>> {
+        self.get(name).map(|v| args::convert(v, name)).transpose()
     }
 
     /// A bool keyword (only a bool: pyarrow's checks accept no other truthy value).
     fn flag(&self, name: &str, default: bool) -> PyResult<bool> {
-        match self.get(name) {
-            None => Ok(default),
-            Some(v) if v.is_instance_of::<pyo3::types::PyBool>() => v.extract(),
-            Some(v) => Err(errors::wrong_type(format!(
-                "{name} must be a bool, not '{}'",
-                type_name(v)
-            ))),
-        }
+        Ok(self.opt(name)?.unwrap_or(default))
     }
 
     /// A size or count of at least 1.
     fn size(&self, name: &str) -> PyResult<Option<usize>> {
-        self.opt::<i64>(name, "an int")?
+        self.opt::<i64>(name)?
             .map(|n| params::positive(name, n).or_raise())
             .transpose()
     }
@@ -264,28 +246,23 @@ impl Levels {
                 .iter()
                 .map(|(k, v)| {
                     let column = column_name(&k, "compression_level")?;
-                    let l = v.extract::<i64>().map_err(|_| {
-                        errors::wrong_type(format!(
-                            "compression_level: the level of column {column:?} must be an int, \
-                             not '{}'",
-                            type_name(&v)
-                        ))
-                    })?;
+                    let l = args::convert(
+                        &v,
+                        &format!("compression_level: the level of column {column:?}"),
+                    )?;
                     Ok((column, l))
                 })
                 .collect::<PyResult<_>>()
                 .map(Levels::PerColumn);
         }
-        level
-            .extract::<i64>()
-            .map(|l| Levels::All(Some(l)))
-            .map_err(|_| {
-                errors::wrong_type(format!(
-                    "compression_level must be an int, a dict of column names to ints or None, \
-                     not '{}'",
-                    type_name(level)
-                ))
-            })
+        if !level.is_instance_of::<PyInt>() {
+            return Err(args::not_one_of(
+                level,
+                "compression_level",
+                "an int, a dict of column names to ints or None",
+            ));
+        }
+        args::convert(level, "compression_level").map(|l| Levels::All(Some(l)))
     }
 
     fn for_column(&self, column: Option<&str>) -> Option<i64> {
@@ -342,22 +319,18 @@ fn codecs(
         let mut all = PerColumn::all(PageCodec::None);
         for (k, v) in dict.iter() {
             let column = column_name(&k, "compression")?;
-            let name: Option<String> = v.extract().map_err(|_| {
-                errors::wrong_type(format!(
-                    "the codec of column {column:?} must be a str or None, not '{}'",
-                    type_name(&v)
-                ))
-            })?;
+            let name: Option<String> =
+                args::convert(&v, &format!("the codec of column {column:?}"))?;
             let c = codec(name.as_deref(), Some(&column))?;
             all.columns.insert(column, c);
         }
         return Ok(all);
     }
-    Err(errors::wrong_type(format!(
-        "compression must be a codec name, a dict of column names to codec names, or None, not \
-         '{}'",
-        type_name(compression)
-    )))
+    Err(args::not_one_of(
+        compression,
+        "compression",
+        "a codec name, a dict of column names to codec names, or None",
+    ))
 }
 
 /// `use_dictionary` and `write_statistics`: True (the default) or False for every column, or a
@@ -378,10 +351,11 @@ fn switches(value: Option<&Bound<'_, PyAny>>, what: &str) -> PyResult<PerColumn<
             return Ok(some);
         }
     }
-    Err(errors::wrong_type(format!(
-        "{what} must be a bool or a list of column names, not '{}'",
-        type_name(value)
-    )))
+    Err(args::not_one_of(
+        value,
+        what,
+        "a bool or a list of column names",
+    ))
 }
 
 /// `column_encoding` (one encoding name, or a dict of column names to names) and
@@ -392,18 +366,17 @@ fn encodings(
     dictionary: &PerColumn<bool>,
 ) -> PyResult<PerColumn<Option<Encoding>>> {
     let named = |v: &Bound<'_, PyAny>, column: Option<&str>| -> PyResult<_> {
-        let name: String = v.extract().map_err(|_| {
-            errors::wrong_type(match column {
-                Some(c) => format!(
-                    "column_encoding: the encoding of column {c:?} must be a str, not '{}'",
-                    type_name(v)
-                ),
-                None => format!(
-                    "column_encoding must be a str or a dict of column names to str, not '{}'",
-                    type_name(v)
-                ),
-            })
-        })?;
+        let name: String = match column {
+            Some(c) => args::convert(v, &format!("column_encoding: the encoding of column {c:?}"))?,
+            None if v.is_instance_of::<PyString>() => args::convert(v, "column_encoding")?,
+            None => {
+                return Err(args::not_one_of(
+                    v,
+                    "column_encoding",
+                    "a str or a dict of column names to str",
+                ))
+            }
+        };
         encoding_from_name(&name).or_raise()
     };
     let mut out = PerColumn::all(None);
@@ -459,10 +432,11 @@ fn encodings(
         .map(|l| l.iter().collect::<Vec<_>>())
         .or_else(|_| bss.cast::<PyTuple>().map(|t| t.iter().collect::<Vec<_>>()));
     let Ok(columns) = columns else {
-        return Err(errors::wrong_type(format!(
-            "use_byte_stream_split must be a bool or a list of column names, not '{}'",
-            type_name(bss)
-        )));
+        return Err(args::not_one_of(
+            bss,
+            "use_byte_stream_split",
+            "a bool or a list of column names",
+        ));
     };
     for c in columns {
         let column = column_name(&c, "use_byte_stream_split")?;
@@ -480,10 +454,11 @@ fn encodings(
 /// `column_index`, `descending` and `nulls_first`).
 fn sorting_columns(v: &Bound<'_, PyAny>) -> PyResult<Vec<SortingColumn>> {
     let wrong = || {
-        errors::wrong_type(format!(
-            "sorting_columns must be a list of pyarrow.parquet.SortingColumn, not '{}'",
-            type_name(v)
-        ))
+        args::not_one_of(
+            v,
+            "sorting_columns",
+            "a list of pyarrow.parquet.SortingColumn",
+        )
     };
     if v.is_instance_of::<PyString>() {
         return Err(wrong());
@@ -508,19 +483,6 @@ fn sorting_columns(v: &Bound<'_, PyAny>) -> PyResult<Vec<SortingColumn>> {
     Ok(out)
 }
 
-/// The error for `v`, given as `name`, that did not convert to `kind`: a `ParameterError`
-/// naming the value for an int where an int is wanted (out of range for it), else a
-/// `TypeError` naming its type.
-fn not_converted(v: &Bound<'_, PyAny>, name: &str, kind: &str) -> PyErr {
-    let int =
-        v.is_instance_of::<pyo3::types::PyInt>() && !v.is_instance_of::<pyo3::types::PyBool>();
-    if int && kind.contains("an int") {
-        let shown = v.str().map(|s| s.to_string()).unwrap_or_default();
-        return errors::parameter(format!("{name} is out of range: {shown}"));
-    }
-    errors::wrong_type(format!("{name} must be {kind}, not '{}'", type_name(v)))
-}
-
 /// `use_content_defined_chunking`: True (pyarrow's sizes), False, or a dict with
 /// "min_chunk_size" and "max_chunk_size" (bytes) and optionally "norm_level", checked as
 /// pyarrow checks it.
@@ -530,10 +492,11 @@ fn content_defined_chunking(v: &Bound<'_, PyAny>) -> PyResult<Option<CdcOptions>
         return Ok(v.extract::<bool>()?.then(CdcOptions::default));
     }
     let Ok(dict) = v.cast::<PyDict>() else {
-        return Err(errors::wrong_type(format!(
-            "{NAME} must be a bool or a dict of chunking options, not '{}'",
-            type_name(v)
-        )));
+        return Err(args::not_one_of(
+            v,
+            NAME,
+            "a bool or a dict of chunking options",
+        ));
     };
     let mut options = CdcOptions::default();
     let (mut min, mut max) = (false, false);
@@ -545,9 +508,7 @@ fn content_defined_chunking(v: &Bound<'_, PyAny>) -> PyResult<Option<CdcOptions>
             ))
         })?;
         let size = |what: &str| -> PyResult<usize> {
-            let n: i64 = value
-                .extract()
-                .map_err(|_| not_converted(&value, &format!("{NAME}: {what}"), "an int"))?;
+            let n: i64 = args::convert(&value, &format!("{NAME}: {what}"))?;
             usize::try_from(n).ok().filter(|n| *n > 0).ok_or_else(|| {
                 errors::parameter(format!("{NAME}: {what} must be at least 1, not {n}"))
             })
@@ -562,9 +523,7 @@ fn content_defined_chunking(v: &Bound<'_, PyAny>) -> PyResult<Option<CdcOptions>
                 max = true;
             }
             "norm_level" => {
-                let n: i64 = value
-                    .extract()
-                    .map_err(|_| not_converted(&value, &format!("{NAME}: norm_level"), "an int"))?;
+                let n: i64 = args::convert(&value, &format!("{NAME}: norm_level"))?;
                 options.norm_level = i32::try_from(n).map_err(|_| {
                     errors::parameter(format!("{NAME}: norm_level is out of range: {n}"))
                 })?;
@@ -594,10 +553,11 @@ fn content_defined_chunking(v: &Bound<'_, PyAny>) -> PyResult<Option<CdcOptions>
 /// or a dict with "ndv" (int) and "fpp" (float).
 fn bloom_filters(v: &Bound<'_, PyAny>) -> PyResult<HashMap<String, Option<BloomFilter>>> {
     let dict = v.cast::<PyDict>().map_err(|_| {
-        errors::wrong_type(format!(
-            "bloom_filter_options must be a dict of column names to options, not '{}'",
-            type_name(v)
-        ))
+        args::not_one_of(
+            v,
+            "bloom_filter_options",
+            "a dict of column names to options",
+        )
     })?;
     let mut out = HashMap::new();
     for (k, opts) in dict.iter() {
@@ -609,21 +569,20 @@ fn bloom_filters(v: &Bound<'_, PyAny>) -> PyResult<HashMap<String, Option<BloomF
             continue;
         }
         let Ok(opts) = opts.cast::<PyDict>() else {
-            return Err(errors::wrong_type(format!(
-                "bloom_filter_options: the options of column {column:?} must be a bool or a \
-                 dict, not '{}'",
-                type_name(&opts)
-            )));
+            return Err(args::not_one_of(
+                &opts,
+                &format!("bloom_filter_options: the options of column {column:?}"),
+                "a bool or a dict",
+            ));
         };
         for (key, value) in opts.iter() {
             let key: String = key.extract()?;
             match key.as_str() {
                 "ndv" => {
-                    let ndv: i64 = value.extract().map_err(|_| {
-                        errors::wrong_type(format!(
-                            "bloom_filter_options: the ndv of column {column:?} must be an int"
-                        ))
-                    })?;
+                    let ndv: i64 = args::convert(
+                        &value,
+                        &format!("bloom_filter_options: the ndv of column {column:?}"),
+                    )?;
                     filter.ndv = u64::try_from(ndv).ok().filter(|n| *n > 0).ok_or_else(|| {
                         errors::parameter(format!(
                             "bloom_filter_options: the ndv of column {column:?} must be greater \
@@ -632,11 +591,10 @@ fn bloom_filters(v: &Bound<'_, PyAny>) -> PyResult<HashMap<String, Option<BloomF
                     })?;
                 }
                 "fpp" => {
-                    let fpp: f64 = value.extract().map_err(|_| {
-                        errors::wrong_type(format!(
-                            "bloom_filter_options: the fpp of column {column:?} must be a float"
-                        ))
-                    })?;
+                    let fpp: f64 = args::convert(
+                        &value,
+                        &format!("bloom_filter_options: the fpp of column {column:?}"),
+                    )?;
                     if !(fpp > 0.0 && fpp < 1.0) {
                         return Err(errors::parameter(format!(
                             "bloom_filter_options: the fpp of column {column:?} must be in \

@@ -200,7 +200,7 @@ def test_the_pool_gets_every_context_back() -> None:
 @pytest.mark.parametrize(
     ("value", "error", "message"),
     [
-        (1, TypeError, r"use_content_defined_chunking must be a bool or a dict .* not 'int'"),
+        (1, TypeError, r"use_content_defined_chunking must be a bool or a dict .* not int"),
         ("yes", TypeError, r"use_content_defined_chunking must be a bool or a dict"),
         ({"min_chunk_size": 1}, ParameterError, r"must give max_chunk_size"),
         ({"max_chunk_size": 10}, ParameterError, r"must give min_chunk_size"),
