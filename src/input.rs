@@ -2,6 +2,7 @@
 //! (through pyarrow) and any object with the Arrow PyCapsule interface. Only what needs the GIL
 //! happens here; a C stream is imported by the writer, without it.
 
+use crate::args;
 use std::sync::{Mutex, OnceLock};
 
 use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
@@ -268,10 +269,11 @@ pub fn schema_of(schema: &Bound<'_, PyAny>) -> PyResult<SchemaRef> {
         .extract::<PySchema>()
         .map(|s| s.into_inner())
         .map_err(|_| {
-            errors::wrong_type(format!(
-                "schema must be a pyarrow Schema or an object with __arrow_c_schema__, not '{}'",
-                type_name(schema)
-            ))
+            args::not_one_of(
+                schema,
+                "schema",
+                "a pyarrow Schema or an object with __arrow_c_schema__",
+            )
         })?;
     let imported = field_names::restore(schema, &imported)?.unwrap_or(imported);
     if cacheable {

@@ -2,13 +2,13 @@
 //! a Python file object's exception through Rust I/O, and removing stale temporary files.
 //! Where bytes go is `sink`, where they come from `source`.
 
+use crate::args;
 use std::path::PathBuf;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyString, PyType};
 
-use crate::buffer::type_name;
 use crate::errors;
 use crate::errors::OrRaise as _;
 use zstdpool_core::error::{path_error, Error};
@@ -113,10 +113,7 @@ pub fn remove_stale_temp_files(
     recursive: bool,
 ) -> PyResult<Vec<PathBuf>> {
     let Some(path) = as_path(path)? else {
-        return Err(errors::wrong_type(format!(
-            "path must be a str or os.PathLike, not '{}'",
-            type_name(path)
-        )));
+        return Err(args::not_one_of(path, "path", "a str or os.PathLike"));
     };
     let min_age = zstdpool_core::params::timeout("min_age", Some(min_age))
         .or_raise()?

@@ -1,6 +1,7 @@
 //! Where a writer's bytes go: a bytes object built in place, a path (through the core's
 //! `PathSink`), or a Python file object.
 
+use crate::args;
 use std::io::Write;
 
 use pyo3::prelude::*;
@@ -98,11 +99,11 @@ impl Sink {
             }
             return Ok(Sink::Python(obj.clone().unbind()));
         }
-        Err(errors::wrong_type(format!(
-            "sink must be None, a path (str or os.PathLike) or a binary file object with a \
-             write() method, not '{}'",
-            type_name(obj)
-        )))
+        Err(args::not_one_of(
+            obj,
+            "sink",
+            "None, a path (str or os.PathLike) or a binary file object with a write() method",
+        ))
     }
 
     /// Whether bytes go to memory (then the writer encodes straight into the sink's bytes).

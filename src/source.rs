@@ -1,6 +1,7 @@
 //! Where a reader's bytes come from: bytes-like objects (read without copying), paths, and
 //! Python file objects.
 
+use crate::args;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
@@ -170,11 +171,11 @@ pub fn parquet_source<'py>(
         }));
         return ParquetSource::read_at(Arc::new(file)).map_err(unwrap_py_io_error);
     }
-    Err(errors::wrong_type(format!(
-        "source must be a bytes-like object, a path (str or os.PathLike) or a seekable binary \
-         file object, not '{}'",
-        type_name(obj)
-    )))
+    Err(args::not_one_of(
+        obj,
+        "source",
+        "a bytes-like object, a path (str or os.PathLike) or a seekable binary file object",
+    ))
 }
 
 /// A Python file object read at offsets: seek and read, one thread at a time.
@@ -229,11 +230,11 @@ impl InputSource {
                 obj: obj.clone().unbind(),
             })));
         }
-        Err(errors::wrong_type(format!(
-            "source must be a bytes-like object, a path (str or os.PathLike) or a binary file \
-             object with read(), not '{}'",
-            type_name(obj)
-        )))
+        Err(args::not_one_of(
+            obj,
+            "source",
+            "a bytes-like object, a path (str or os.PathLike) or a binary file object with read()",
+        ))
     }
 }
 

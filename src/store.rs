@@ -2,6 +2,7 @@
 //! that take a path take instead, to reach S3-compatible storage or Google Cloud Storage
 //! natively, or any pyarrow or fsspec filesystem through its own API.
 
+use crate::args;
 use std::io;
 use std::ops::Range;
 use std::sync::Arc;
@@ -11,7 +12,6 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyString, PyType};
 
-use crate::buffer::type_name;
 use crate::errors;
 use crate::errors::OrRaise as _;
 use zstdpool_core::store::blocking::{BlockingFs, BlockingWriter};
@@ -37,12 +37,9 @@ fn options(storage_options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String,
     };
     let mut out = Vec::with_capacity(d.len());
     for (k, v) in d.iter() {
-        let key: String = k.extract().map_err(|_| {
-            errors::wrong_type(format!(
-                "storage_options: keys must be str, not '{}'",
-                type_name(&k)
-            ))
-        })?;
+        let key: String = k
+            .extract()
+            .map_err(|_| args::not_one_of(&k, "storage_options: keys", "str"))?;
         let value = if v.is_instance_of::<PyBool>() {
             if v.is_truthy()? { "true" } else { "false" }.to_string()
         } else if v.is_instance_of::<PyString>()
@@ -51,10 +48,11 @@ fn options(storage_options: Option<&Bound<'_, PyDict>>) -> PyResult<Vec<(String,
         {
             v.str()?.to_string()
         } else {
-            return Err(errors::wrong_type(format!(
-                "storage_options[{key:?}] must be a str, bool or number, not '{}'",
-                type_name(&v)
-            )));
+            return Err(args::not_one_of(
+                &v,
+                &format!("storage_options[{key:?}]"),
+                "a str, bool or number",
+            ));
         };
         out.push((key, value));
     }

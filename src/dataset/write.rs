@@ -4,7 +4,6 @@ use crate::args;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
-use crate::buffer::type_name;
 use crate::errors;
 use crate::errors::OrRaise as _;
 use crate::input::{to_input, Failure};
@@ -24,12 +23,8 @@ fn partition_columns(partitioning: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<St
     let Some(p) = partitioning.filter(|p| !p.is_none()) else {
         return Ok(Vec::new());
     };
-    p.extract::<Vec<String>>().map_err(|_| {
-        errors::wrong_type(format!(
-            "partitioning must be a list of column names or None, not '{}'",
-            type_name(p)
-        ))
-    })
+    p.extract::<Vec<String>>()
+        .map_err(|_| args::not_one_of(p, "partitioning", "a list of column names or None"))
 }
 
 /// pyarrow's `partitioning_flavor`: None (directories of values), "hive" or "filename".
@@ -187,10 +182,11 @@ pub fn write_dataset<'py>(
             ))
         }
         Located::Other(base_dir) => Destination::Local(as_path(&base_dir)?.ok_or_else(|| {
-            errors::wrong_type(format!(
-                "base_dir must be a str, os.PathLike or object store URL, not '{}'",
-                type_name(&base_dir)
-            ))
+            args::not_one_of(
+                &base_dir,
+                "base_dir",
+                "a str, os.PathLike or object store URL",
+            )
         })?),
     };
     let options = DatasetOptions {

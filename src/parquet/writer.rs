@@ -7,7 +7,6 @@ use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyMapping};
 
-use crate::buffer::type_name;
 use crate::errors;
 use crate::errors::{IntoPyErr as _, OrRaise as _};
 use crate::export::schema_to_py;
@@ -201,17 +200,19 @@ impl PyParquetWriter {
                 });
             }
             v.extract().map_err(|_| {
-                errors::wrong_type(format!(
-                    "key_value_metadata: each {what} must be a str or bytes, not '{}'",
-                    type_name(v)
-                ))
+                args::not_one_of(
+                    v,
+                    &format!("key_value_metadata: each {what}"),
+                    "a str or bytes",
+                )
             })
         };
         let mapping = key_value_metadata.cast::<PyMapping>().map_err(|_| {
-            errors::wrong_type(format!(
-                "key_value_metadata must be a dict of str or bytes, not '{}'",
-                type_name(key_value_metadata)
-            ))
+            args::not_one_of(
+                key_value_metadata,
+                "key_value_metadata",
+                "a dict of str or bytes",
+            )
         })?;
         let pairs = mapping
             .items()?
