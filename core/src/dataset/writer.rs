@@ -5,431 +5,21 @@
 //! threads. Each file goes through a `PathSink`: nothing stays under a final name unless it
 //! is complete.
 
-use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Mutex;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 
+use super::destination::{Destination, Target};
+use super::file::{Finished, GroupRows, OpenFile, WrittenFile};
+use super::options::{DatasetOptions, ExistingData};
 use super::partition::{Flavor, Part, Partitioner};
 use crate::batch_schema::check_schema;
-use crate::error::{catch_panics, path_error, Error, Result};
-use crate::ipc::{Compression, IpcFormat, IpcWriter, WriterOptions};
+use crate::error::{catch_panics, Error, Result};
 use crate::parallel::{for_each_parallel, resolve_threads};
-use crate::parquet::{PageCodec, ParquetWriter, PerColumn, WriteOptions};
-use crate::path_sink::{Beneath, Durability, PathSink};
 use crate::pool::ContextPool;
-use crate::store::{ObjectWriter, Store, Upload};
-
-/// What each file of a dataset is.
-#[derive(Clone, Debug)]
-pub enum FileFormat {
-    Parquet(Box<WriteOptions>),
-    /// Arrow IPC files (Feather v2); the options' format is taken as the file format.
-    /// `feather` names them `.feather`, as pyarrow names the files of `format="feather"`,
-    /// else `.arrow`.
-    Ipc {
-        options: WriterOptions,
-        feather: bool,
-    },
-}
-
-impl FileFormat {
-    /// The format named `name` (case-insensitive: "parquet", or "ipc", "arrow" or "feather"
-    /// for Arrow IPC files), with `compression` and `level` as that format takes them.
-    pub fn from_name(name: &str, compression: Option<&str>, level: Option<i64>) -> Result<Self> {
-        #[derive(Clone, Copy)]
-        enum Named {
-            Parquet,
-            Ipc,
-            Feather,
-        }
-        let named = crate::params::choice(
-            "format",
-            &name.to_ascii_lowercase(),
-            &[
-                (&["parquet"], Named::Parquet),
-                (&["ipc", "arrow"], Named::Ipc),
-                (&["feather"], Named::Feather),
-            ],
-            false,
-        )?;
-        Ok(match named {
-            Named::Parquet => FileFormat::Parquet(Box::new(WriteOptions {
-                compression: PerColumn::all(PageCodec::from_name(compression, level)?),
-                ..Default::default()
-            })),
-            Named::Ipc | Named::Feather => FileFormat::Ipc {
-                options: WriterOptions {
-                    compression: Compression::from_name(compression, level)?,
-                    ..Default::default()
-                },
-                feather: matches!(named, Named::Feather),
-            },
-        })
-    }
-
-    /// The file name extension of the format's files.
-    pub fn extension(&self) -> &'static str {
-        match self {
-            FileFormat::Parquet(_) => "parquet",
-            FileFormat::Ipc { feather: true, .. } => "feather",
-            FileFormat::Ipc { feather: false, .. } => "arrow",
-        }
-    }
-}
-
-/// What to do about files already in the base directory, as pyarrow's
-/// `existing_data_behavior`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum ExistingData {
-    /// Refuse a base directory that is not empty.
-    #[default]
-    Error,
-    /// Write beside what is there, replacing files of the same name.
-    OverwriteOrIgnore,
-    /// Empty each partition directory before its first file is written.
-    DeleteMatching,
-}
-
-impl ExistingData {
-    /// pyarrow's `existing_data_behavior`.
-    pub fn from_name(name: &str) -> Result<Self> {
-        crate::params::choice(
-            "existing_data_behavior",
-            name,
-            &[
-                (&["error"], ExistingData::Error),
-                (&["overwrite_or_ignore"], ExistingData::OverwriteOrIgnore),
-                (&["delete_matching"], ExistingData::DeleteMatching),
-            ],
-            false,
-        )
-    }
-}
-
-/// How a dataset is written.
-#[derive(Clone, Debug)]
-pub struct DatasetOptions {
-    /// The partition columns, outermost first.
-    pub partitioning: Vec<String>,
-    /// How their values name the files: Hive directories `name=value/` by default.
-    pub flavor: Flavor,
-    /// What a Hive directory names a null value (pyarrow's `null_fallback`); None:
-    /// `__HIVE_DEFAULT_PARTITION__`.
-    pub null_fallback: Option<String>,
-    pub format: FileFormat,
-    /// File names, with `{i}` counting from 0 in each directory (`part-{i}.parquet`).
-    pub basename_template: Option<String>,
-    pub existing_data: ExistingData,
-    /// Files kept open at once; beyond, the least recently written is completed.
-    pub max_open_files: usize,
-    /// Partitions one batch may be split into (pyarrow's `max_partitions`); None: any number.
-    pub max_partitions: Option<usize>,
-    /// Rows per file; a partition with more is written as several files.
-    pub max_rows_per_file: Option<usize>,
-    /// Rows a row group (Parquet) or record batch (IPC) is given at least, but for a file's
-    /// last: rows are held until that many wait, as pyarrow's `min_rows_per_group`.
-    pub min_rows_per_group: usize,
-    /// Rows a row group or record batch holds at most (pyarrow's `max_rows_per_group`); None
-    /// keeps the Parquet options' `row_group_size` and writes IPC batches as they come.
-    pub max_rows_per_group: Option<usize>,
-    /// Bytes of rows waiting for their files; beyond, every partition's rows are written out.
-    pub max_pending_bytes: usize,
-    /// Files written at once; None chooses by size.
-    pub threads: Option<usize>,
-    pub durability: Durability,
-}
-
-impl Default for DatasetOptions {
-    fn default() -> Self {
-        DatasetOptions {
-            partitioning: Vec::new(),
-            flavor: Flavor::Hive,
-            null_fallback: None,
-            format: FileFormat::Parquet(Box::default()),
-            basename_template: None,
-            existing_data: ExistingData::Error,
-            max_open_files: 1024,
-            max_partitions: None,
-            max_rows_per_file: None,
-            min_rows_per_group: 0,
-            max_rows_per_group: None,
-            max_pending_bytes: 256 << 20,
-            threads: None,
-            durability: Durability::Rename,
-        }
-    }
-}
-
-/// Where a dataset is written.
-#[derive(Clone, Debug)]
-pub enum Destination {
-    /// A local directory.
-    Local(PathBuf),
-    /// Keys below `prefix` in an object store (no trailing '/'; empty for the bucket's root).
-    Store { store: Store, prefix: String },
-}
-
-/// Where the files go, prepared.
-enum Target {
-    /// A local directory, opened once: every partition directory and file is made beneath
-    /// its descriptor, without following a link. The partition directories made (and
-    /// emptied, for `DeleteMatching`) so far are kept open.
-    Local {
-        base: PathBuf,
-        base_dir: Beneath,
-        prepared: HashMap<String, Beneath>,
-    },
-    /// An object store: files are objects, uploaded as they are completed (a small one in
-    /// the background, bounded by the store's requests in flight). Partitions are prefixes;
-    /// those emptied for `DeleteMatching` so far are kept.
-    Store {
-        store: Store,
-        prefix: String,
-        prepared: HashSet<String>,
-        uploads: Vec<(WrittenFile, Upload)>,
-    },
-}
-
-impl Target {
-    /// The key of `relative` (a partition directory, or a file in one) below the prefix.
-    fn key(prefix: &str, relative: &str) -> String {
-        match prefix.is_empty() {
-            true => relative.to_string(),
-            false => format!("{prefix}/{relative}"),
-        }
-    }
-}
-
-/// Where a file's bytes go.
-enum FileSink {
-    Path(PathSink),
-    Object(ObjectWriter),
-}
-
-impl std::io::Write for FileSink {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            FileSink::Path(s) => s.write(buf),
-            FileSink::Object(o) => o.write(buf),
-        }
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
-        match self {
-            FileSink::Path(s) => s.write_all(buf),
-            FileSink::Object(o) => o.write_all(buf),
-        }
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            FileSink::Path(s) => s.flush(),
-            FileSink::Object(o) => o.flush(),
-        }
-    }
-}
-
-/// A file completed: written in place, or uploading.
-enum Finished {
-    Written(WrittenFile),
-    Uploading(WrittenFile, Upload),
-}
-
-/// A file the write completed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct WrittenFile {
-    pub path: PathBuf,
-    pub rows: u64,
-    pub bytes: u64,
-}
-
-/// A file being written.
-// Both kinds are about a kilobyte (the Parquet writer some 240 bytes more), and there is one
-// per file open: boxing either would add an allocation per file and save nothing.
-#[allow(clippy::large_enum_variant)]
-enum OpenFile {
-    Parquet(ParquetWriter<FileSink>, PathBuf),
-    Ipc {
-        writer: IpcWriter,
-        sink: FileSink,
-        scratch: Vec<u8>,
-        path: PathBuf,
-        /// Rows held until `min_rows_per_group` of them wait, and their count.
-        held: Vec<RecordBatch>,
-        held_rows: usize,
-    },
-}
-
-/// The rows of each row group or record batch: at least `min` (but for a file's last), at
-/// most `max`.
-#[derive(Clone, Copy, Debug)]
-struct GroupRows {
-    min: usize,
-    max: Option<usize>,
-}
-
-impl OpenFile {
-    /// A file writing to `sink`, shown as `path`.
-    fn create(
-        sink: FileSink,
-        path: PathBuf,
-        schema: &SchemaRef,
-        format: &FileFormat,
-        groups: GroupRows,
-        pool: &ContextPool,
-    ) -> Result<OpenFile> {
-        Ok(match format {
-            FileFormat::Parquet(options) => {
-                // Files are written in parallel; each file's columns on its own thread.
-                let options = WriteOptions {
-                    threads: Some(1),
-                    row_group_size: groups.max.unwrap_or(options.row_group_size),
-                    ..options.as_ref().clone()
-                };
-                OpenFile::Parquet(
-                    ParquetWriter::try_new(sink, schema.clone(), options, pool)?,
-                    path,
-                )
-            }
-            FileFormat::Ipc { options, .. } => {
-                let options = WriterOptions {
-                    format: IpcFormat::File,
-                    threads: Some(1),
-                    ..options.clone()
-                };
-                OpenFile::Ipc {
-                    writer: IpcWriter::try_new(schema.clone(), options, pool)?,
-                    sink,
-                    scratch: Vec::new(),
-                    path,
-                    held: Vec::new(),
-                    held_rows: 0,
-                }
-            }
-        })
-    }
-
-    fn rows(&self) -> u64 {
-        match self {
-            OpenFile::Parquet(w, _) => w.rows_written() + w.pending_rows() as u64,
-            OpenFile::Ipc {
-                writer, held_rows, ..
-            } => writer.num_rows() + *held_rows as u64,
-        }
-    }
-
-    /// Takes `batch`: a Parquet writer buffers it into row groups of its size; IPC rows are
-    /// held until `groups.min` of them wait, then written in batches of at most `groups.max`.
-    fn write(&mut self, batch: &RecordBatch, groups: GroupRows) -> Result<()> {
-        match self {
-            OpenFile::Parquet(w, _) => w.write(batch),
-            OpenFile::Ipc {
-                held, held_rows, ..
-            } => {
-                held.push(batch.clone());
-                *held_rows += batch.num_rows();
-                if *held_rows >= groups.min.max(1) {
-                    self.write_held(groups)?;
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Writes the IPC rows held, as batches of at most `groups.max` rows.
-    fn write_held(&mut self, groups: GroupRows) -> Result<()> {
-        let OpenFile::Ipc {
-            writer,
-            sink,
-            scratch,
-            held,
-            held_rows,
-            ..
-        } = self
-        else {
-            return Ok(());
-        };
-        if *held_rows == 0 {
-            return Ok(());
-        }
-        let taken = std::mem::take(held);
-        *held_rows = 0;
-        let whole = match taken.as_slice() {
-            [one] => one.clone(),
-            _ => arrow_select::concat::concat_batches(taken[0].schema_ref(), &taken)?,
-        };
-        let step = groups.max.unwrap_or(usize::MAX).max(1);
-        let mut start = 0;
-        while start < whole.num_rows() {
-            let n = step.min(whole.num_rows() - start);
-            scratch.clear();
-            writer.write(&whole.slice(start, n), scratch)?;
-            std::io::Write::write_all(sink, scratch)?;
-            start += n;
-        }
-        Ok(())
-    }
-
-    /// Hands what is buffered to the file and lets go of pooled contexts, keeping it open;
-    /// fewer than `groups.min` rows stay buffered, to join the next rows.
-    fn pause(&mut self, groups: GroupRows) -> Result<()> {
-        match self {
-            OpenFile::Parquet(w, _) => match w.pending_rows() >= groups.min {
-                true => w.flush(),
-                false => Ok(()),
-            },
-            OpenFile::Ipc { held_rows, .. } => {
-                if *held_rows >= groups.min.max(1) {
-                    self.write_held(groups)?;
-                }
-                if let OpenFile::Ipc { writer, .. } = self {
-                    writer.release_context();
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// Completes the file: renames it into place, or starts its upload.
-    fn finish(mut self, groups: GroupRows) -> Result<Finished> {
-        self.write_held(groups)?;
-        let rows = self.rows();
-        let (sink, path) = match self {
-            OpenFile::Parquet(mut w, path) => (w.finish()?, path),
-            OpenFile::Ipc {
-                mut writer,
-                mut sink,
-                mut scratch,
-                path,
-                ..
-            } => {
-                scratch.clear();
-                writer.finish(&mut scratch)?;
-                std::io::Write::write_all(&mut sink, &scratch)?;
-                (sink, path)
-            }
-        };
-        match sink {
-            FileSink::Path(mut sink) => {
-                sink.commit()?;
-                let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                Ok(Finished::Written(WrittenFile { path, rows, bytes }))
-            }
-            FileSink::Object(object) => {
-                let upload = object.commit_in_background()?;
-                let file = WrittenFile {
-                    path,
-                    rows,
-                    bytes: 0,
-                };
-                Ok(Finished::Uploading(file, upload))
-            }
-        }
-    }
-}
 
 /// One partition: its rows waiting, its open file, and the number of its next file.
 #[derive(Default)]
@@ -483,84 +73,8 @@ impl DatasetWriter {
         if let Some(null) = &options.null_fallback {
             partitioner = partitioner.with_null_name(null)?;
         }
-        if options.flavor == Flavor::Filename
-            && options.existing_data == ExistingData::DeleteMatching
-            && !options.partitioning.is_empty()
-        {
-            return Err(Error::Parameter(
-                "existing_data_behavior=\"delete_matching\" empties the partition directories \
-                 written, and filename partitioning writes none; use \"overwrite_or_ignore\" \
-                 or another flavor"
-                    .into(),
-            ));
-        }
-        let template = options
-            .basename_template
-            .clone()
-            .unwrap_or_else(|| format!("part-{{i}}.{}", options.format.extension()));
-        let template = match template.split_once("{i}") {
-            Some((a, b))
-                if !b.contains("{i}") && !template.contains('/') && !template.contains('\\') =>
-            {
-                (a.to_string(), b.to_string())
-            }
-            _ => {
-                return Err(Error::Parameter(format!(
-                    "basename_template must be a file name with one {{i}} (where the file's \
-                     number goes), not {template:?}"
-                )))
-            }
-        };
-        if options.max_open_files == 0 {
-            return Err(Error::Parameter("max_open_files must be at least 1".into()));
-        }
-        if options.max_rows_per_file == Some(0) {
-            return Err(Error::Parameter(
-                "max_rows_per_file must be at least 1 row".into(),
-            ));
-        }
-        if options.max_rows_per_group == Some(0) {
-            return Err(Error::Parameter(
-                "max_rows_per_group must be at least 1 row".into(),
-            ));
-        }
-        if let Some(max) = options.max_rows_per_group {
-            // pyarrow's wording, then the values.
-            if let Some(per_file) = options.max_rows_per_file.filter(|&per_file| max > per_file) {
-                return Err(Error::Parameter(format!(
-                    "max_rows_per_group must be less than or equal to max_rows_per_file \
-                     ({max} > {per_file})"
-                )));
-            }
-            if options.min_rows_per_group > max {
-                return Err(Error::Parameter(format!(
-                    "min_rows_per_group must be less than or equal to max_rows_per_group \
-                     ({} > {max})",
-                    options.min_rows_per_group
-                )));
-            }
-        }
-        let target = match destination {
-            Destination::Local(base) => Self::prepare_local(base, options.existing_data)?,
-            Destination::Store { store, prefix } => {
-                if options.existing_data == ExistingData::Error && store.any_below(&prefix)? {
-                    return Err(Error::Io(std::io::Error::new(
-                        std::io::ErrorKind::AlreadyExists,
-                        format!(
-                            "cannot write a dataset to {}: objects exist below it ({})",
-                            store.url(&prefix),
-                            NOT_EMPTY
-                        ),
-                    )));
-                }
-                Target::Store {
-                    store,
-                    prefix,
-                    prepared: HashSet::new(),
-                    uploads: Vec::new(),
-                }
-            }
-        };
+        let template = options.check()?;
+        let target = Target::open(destination, options.existing_data)?;
         Ok(DatasetWriter {
             target,
             template,
@@ -572,35 +86,6 @@ impl DatasetWriter {
             written: Vec::new(),
             clock: 0,
             options,
-        })
-    }
-
-    /// Checks a local base directory for `existing` (making it if it is missing) and opens it.
-    fn prepare_local(base: PathBuf, existing: ExistingData) -> Result<Target> {
-        match std::fs::read_dir(&base) {
-            Ok(mut entries) => {
-                if existing == ExistingData::Error && entries.next().is_some() {
-                    return Err(Error::Io(path_error(
-                        "cannot write a dataset to",
-                        &base,
-                        std::io::Error::new(
-                            std::io::ErrorKind::AlreadyExists,
-                            format!("the directory is not empty ({NOT_EMPTY})"),
-                        ),
-                    )));
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                std::fs::create_dir_all(&base).map_err(|e| path_error("cannot create", &base, e))?
-            }
-            Err(e) => return Err(Error::Io(path_error("cannot write a dataset to", &base, e))),
-        }
-        let base_dir =
-            Beneath::base(&base).map_err(|e| path_error("cannot write a dataset to", &base, e))?;
-        Ok(Target::Local {
-            base,
-            base_dir,
-            prepared: HashMap::new(),
         })
     }
 
@@ -738,7 +223,8 @@ impl DatasetWriter {
             .collect();
         for dir in &dirs {
             let (dir, _) = self.place(dir);
-            self.prepare(dir)?;
+            let delete = self.options.existing_data == ExistingData::DeleteMatching;
+            self.target.prepare(dir, delete)?;
         }
         let tasks: Vec<Task> = dirs
             .into_iter()
@@ -758,85 +244,6 @@ impl DatasetWriter {
             self.wait_for_uploads(true)?;
         }
         result
-    }
-
-    /// Makes a partition's directory beneath the base directory (emptied first for
-    /// `DeleteMatching`), once, and keeps it open.
-    fn prepare(&mut self, dir: &str) -> Result<()> {
-        let delete = self.options.existing_data == ExistingData::DeleteMatching;
-        match &mut self.target {
-            Target::Local {
-                base,
-                base_dir,
-                prepared,
-            } => {
-                if prepared.contains_key(dir) {
-                    return Ok(());
-                }
-                let path = base.join(dir);
-                let relative = Path::new(dir);
-                let opened = match (relative.parent(), relative.file_name()) {
-                    (Some(parent), Some(name)) if delete => {
-                        let above = base_dir.child(parent, &base.join(parent))?;
-                        above
-                            .remove_all(name)
-                            .map_err(|e| path_error("cannot delete", &path, e))?;
-                        above.child(Path::new(name), &path)?
-                    }
-                    _ => base_dir.child(relative, &path)?,
-                };
-                prepared.insert(dir.to_string(), opened);
-            }
-            Target::Store {
-                store,
-                prefix,
-                prepared,
-                ..
-            } => {
-                if prepared.contains(dir) {
-                    return Ok(());
-                }
-                // The partition's objects, as a local partition directory is emptied; the
-                // base's own objects stay, as the base directory's files stay.
-                if delete && !dir.is_empty() {
-                    store.delete_below(&Target::key(prefix, dir))?;
-                }
-                prepared.insert(dir.to_string());
-            }
-        }
-        Ok(())
-    }
-
-    /// A new file `name` in the partition `dir`: its sink and the path it is shown as.
-    fn create_file(&self, dir: &str, name: &str) -> Result<(FileSink, PathBuf)> {
-        match &self.target {
-            Target::Local { base, prepared, .. } => {
-                let path = base.join(dir).join(name);
-                let opened = prepared.get(dir).ok_or_else(|| {
-                    Error::Io(path_error(
-                        "cannot write",
-                        &path,
-                        std::io::Error::other("its directory was not prepared"),
-                    ))
-                })?;
-                let sink = PathSink::create_beneath(
-                    opened,
-                    name.as_ref(),
-                    &path,
-                    self.options.durability,
-                )?;
-                Ok((FileSink::Path(sink), path))
-            }
-            Target::Store { store, prefix, .. } => {
-                let relative = match dir.is_empty() {
-                    true => name.to_string(),
-                    false => format!("{dir}/{name}"),
-                };
-                let object = store.create(&Target::key(prefix, &relative))?;
-                let path = PathBuf::from(object.shown());
-                Ok((FileSink::Object(object), path))
-            }
-        }
     }
 
     fn groups(&self) -> GroupRows {
@@ -912,7 +319,9 @@ impl DatasetWriter {
                         let (dir, prefix) = self.place(&task.dir);
                         let name = format!("{prefix}{}", self.file_name(state.next_index));
                         state.next_index += 1;
-                        let (sink, path) = self.create_file(dir, &name)?;
+                        let (sink, path) =
+                            self.target
+                                .create_file(dir, &name, self.options.durability)?;
                         state.file = Some(OpenFile::create(
                             sink,
                             path,
@@ -977,10 +386,6 @@ impl DatasetWriter {
         Ok(())
     }
 }
-
-/// What `existing_data_behavior="error"` refuses, and the ways out.
-const NOT_EMPTY: &str = "existing_data_behavior=\"error\"; \"overwrite_or_ignore\" writes beside \
-                         what is there, \"delete_matching\" replaces the partitions written";
 
 /// One partition, taken by one thread.
 struct Task {
