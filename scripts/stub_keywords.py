@@ -1,12 +1,13 @@
 """Writes the shared keywords of the extension's stub from one table.
 
 Every reader and writer of the extension ends its signature with keywords it shares with the
-others (``pool``, ``filesystem``, ``storage_options``), appended by the bindings' ``reader!``
-macro (``src/reader_keywords.rs``) or written out by hand. Their types are written here,
-once: for every function and constructor of ``python/zstdpool/_zstdpool.pyi`` whose runtime
-signature ends with keywords of ``SHARED``, this puts that run, in the runtime's order and
-with the table's types, at the end of the stub's keyword-only parameters. A keyword shared by
-every reader is then added in the bindings and in ``SHARED``; the stub follows.
+others (``fsync``, ``pool``, ``filesystem``, ``storage_options``), appended by the bindings'
+``shared_keywords!`` macro (``src/shared_keywords.rs``) or written out by hand. Their types
+are written here, once: for every function and constructor of
+``python/zstdpool/_zstdpool.pyi`` whose runtime signature ends with keywords of ``SHARED``,
+this puts that run, in the runtime's order and with the table's types, at the end of the
+stub's keyword-only parameters. A keyword shared by every reader is then added in the
+bindings and in ``SHARED``; the stub follows.
 
 Usage: python scripts/stub_keywords.py [--check]
   --check   write nothing; list the definitions that would change, and exit 1 if any
@@ -26,6 +27,7 @@ STUB = Path(__file__).resolve().parent.parent / "python" / "zstdpool" / "_zstdpo
 
 # Keyword: (annotation, default), as the stub writes them.
 SHARED: dict[str, tuple[str, str]] = {
+    "fsync": ("bool", "False"),
     "pool": ("ContextPool | None", "None"),
     "filesystem": ("Any | None", "None"),
     "storage_options": ("dict[str, Any] | None", "None"),

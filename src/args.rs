@@ -32,6 +32,7 @@ macro_rules! names {
 }
 
 names! {
+    BasenameTemplate = "basename_template",
     BatchSize = "batch_size",
     Compression = "compression",
     DictSize = "dict_size",
@@ -46,10 +47,18 @@ names! {
     MaxChunksize = "max_chunksize",
     MaxIdleBytes = "max_idle_bytes",
     MaxIdlePerKey = "max_idle_per_key",
+    MaxOpenFiles = "max_open_files",
     MaxOutputSize = "max_output_size",
     MaxPageSize = "max_page_size",
+    MaxPartitions = "max_partitions",
+    MaxPendingBytes = "max_pending_bytes",
+    MaxRowsPerFile = "max_rows_per_file",
+    MaxRowsPerGroup = "max_rows_per_group",
     MaxScratchBytes = "max_scratch_bytes",
     MaxSpareBytes = "max_spare_bytes",
+    MinRowsPerGroup = "min_rows_per_group",
+    NullFallback = "null_fallback",
+    PartitioningFlavor = "partitioning_flavor",
     RowGroupSize = "row_group_size",
     RowGroups = "row_groups",
     Threads = "threads",

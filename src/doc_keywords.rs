@@ -9,15 +9,6 @@ macro_rules! doc_pool {
     };
 }
 
-/// `filesystem` and `storage_options` of a function that writes to `sink`.
-macro_rules! doc_sink_location {
-    () => {
-        "- `filesystem`: a pyarrow or fsspec filesystem that `sink` is a path on.\n\
-         - `storage_options`: options of the object store that a URL `sink` names \
-         (credentials, region, endpoint, timeouts), as `zstdpool.dataset.dataset` takes them."
-    };
-}
-
 /// The limits and threads of the IPC readers.
 macro_rules! doc_ipc_read {
     () => {
@@ -37,7 +28,6 @@ macro_rules! doc_ipc_write {
          - `threads`: how many threads compress a batch's buffers (None: by size; the output \
          is the same whatever it is).\n\
          - `dictionary_deltas`: write a dictionary that grew as a delta, as pyarrow's \
-         `emit_dictionary_deltas` does.\n\
-         - `fsync`: also sync the file and its directory before returning (paths only)."
+         `emit_dictionary_deltas` does."
     };
 }

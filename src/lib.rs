@@ -6,7 +6,7 @@ mod args;
 #[macro_use]
 mod doc_keywords;
 #[macro_use]
-mod reader_keywords;
+mod shared_keywords;
 mod batch_stream;
 mod buffer;
 mod bytes_output;

@@ -259,5 +259,9 @@ def test_write_dataset_names_its_text_arguments(tmp_path) -> None:
         TypeError, match="format must be a str, a pyarrow FileFormat or None, not int"
     ):
         zd.write_dataset(TABLE, tmp_path / "d", format=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="max_open_files must be an int, not float"):
+        zd.write_dataset(TABLE, tmp_path / "d", max_open_files=1.5)  # type: ignore[arg-type]
+    with pytest.raises(errors.ParameterError, match="max_pending_bytes is out of range"):
+        zd.write_dataset(TABLE, tmp_path / "d", max_pending_bytes=2**70)
     # None is pyarrow's default: Parquet, or the format of a dataset given as the data.
     assert zd.write_dataset(TABLE, tmp_path / "n", format=None)[0]["path"].endswith(".parquet")

@@ -348,6 +348,18 @@ def test_the_stubs_shared_keywords_are_written_from_one_table() -> None:
         "filesystem",
         "storage_options",
     ]
+    writers = [
+        zstdpool._zstdpool.write_stream,
+        zstdpool._zstdpool.RecordBatchFileWriter,
+        zstdpool._zstdpool.write_dataset,
+    ]
+    for writer in writers:
+        assert keywords.runtime_tail(writer) == [
+            "fsync",
+            "pool",
+            "filesystem",
+            "storage_options",
+        ], writer
 
 
 def test_the_stub_keyword_writer_adds_a_missing_keyword_and_mends_a_type() -> None:

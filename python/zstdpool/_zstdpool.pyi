@@ -883,9 +883,9 @@ def write_dataset(
     max_rows_per_group: int | None = None,
     max_pending_bytes: int = 268435456,
     threads: int | None = None,
+    file_options: ParquetWriteOptions | None = None,
     fsync: bool = False,
     pool: ContextPool | None = None,
-    file_options: ParquetWriteOptions | None = None,
     filesystem: Any | None = None,
     storage_options: dict[str, Any] | None = None,
 ) -> list[WrittenFile]: ...

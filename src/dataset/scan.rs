@@ -162,7 +162,7 @@ pub struct PyDatasetScanner {
     format: Format,
 }
 
-reader! {
+shared_keywords! {
     decoding(with, 'py),
     signature = (source, *, format="parquet", partitioning=None, partition_schema=None, infer_partition_types=true, infer_dictionary=false, schema=None, ignore_prefixes=None, page_checksum_verification=false, null_fallback=None);
     impl PyDatasetScanner {

@@ -118,7 +118,7 @@ impl NextBatch for StreamReader<InputSource> {
 ///
 #[doc = doc_ipc_read!()]
 #[doc = doc_pool!()]
-#[doc = doc_source_location!()]
+#[doc = doc_location!("source")]
 #[pyclass(frozen, name = "RecordBatchStreamReader", module = "zstdpool.ipc")]
 pub struct PyIpcStreamReader {
     reader: Held<StreamReader<InputSource>>,
@@ -172,7 +172,7 @@ impl PyIpcStreamReader {
 /// `open`; and `stats`.
 macro_rules! ipc_reader_shared {
     ($class:ty $(, $footer_offset:ident)?) => {
-        reader! {
+        shared_keywords! {
             decoding(with, 'py),
             signature = (source, $($footer_offset=None,)? *, options=None, memory_pool=None, max_buffer_size=None, max_batch_size=None, threads=None);
             impl $class {
@@ -371,7 +371,7 @@ impl BatchesWithMetadata {
 ///
 #[doc = doc_ipc_read!()]
 #[doc = doc_pool!()]
-#[doc = doc_source_location!()]
+#[doc = doc_location!("source")]
 #[pyclass(frozen, name = "RecordBatchFileReader", module = "zstdpool.ipc")]
 pub struct PyIpcFileReader {
     reader: Held<FileReader<InputSource>>,
@@ -589,7 +589,7 @@ impl FileBatches {
     }
 }
 
-reader! {
+shared_keywords! {
     decoding(with, 'py),
     signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None);
     /// Reads a whole Arrow IPC stream into a pyarrow Table.
@@ -621,7 +621,7 @@ reader! {
     }
 }
 
-reader! {
+shared_keywords! {
     decoding(with, 'py),
     signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None);
     /// Reads a whole Arrow IPC file into a pyarrow Table.
@@ -669,7 +669,7 @@ fn check_exportable(schema: &SchemaRef) -> PyResult<()> {
         })
 }
 
-reader! {
+shared_keywords! {
     source(at, 'py),
     signature = (source, *);
     /// Summarizes an Arrow IPC stream or file without decoding its data: format, schema, batches,

@@ -10,7 +10,7 @@ use arrow_schema::SchemaRef;
 use pyo3::prelude::*;
 
 use crate::errors::{IntoPyErr as _, OrRaise as _};
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::types::PyBytes;
 
 use crate::errors;
 use crate::export::schema_to_py;
@@ -18,7 +18,7 @@ use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
 use crate::ipc::options::{key_values, WriteSettings};
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, UNWRITTEN};
-use crate::pool::{pool_or_default, PyContextPool};
+use crate::shared_keywords::Writing;
 use crate::sink::Sink;
 use crate::store::PathOptions;
 use zstdpool_core::error::Error;
@@ -26,15 +26,6 @@ use zstdpool_core::ipc::{Compression, IpcFormat, IpcWriter, KeyValues, WriteStat
 use zstdpool_core::params;
 use zstdpool_core::path_sink::Durability;
 use zstdpool_core::pool::ContextPool;
-
-/// What `fsync=` asks of a path sink (see `zstdpool_core::path_sink::Durability`).
-pub fn durability(fsync: bool) -> Durability {
-    if fsync {
-        Durability::Sync
-    } else {
-        Durability::Rename
-    }
-}
 
 /// The options every writer function takes, checked.
 fn writer_options(
@@ -459,7 +450,6 @@ impl Drop for PyIpcWriter {
 fn open_writer<'py>(
     format: IpcFormat,
     sink: &Bound<'py, PyAny>,
-    at: PathOptions<'_, 'py>,
     schema: &Bound<'py, PyAny>,
     options: Option<&Bound<'_, PyAny>>,
     metadata: Option<&Bound<'_, PyAny>>,
@@ -467,20 +457,19 @@ fn open_writer<'py>(
     level: Option<i64>,
     threads: Option<i64>,
     dictionary_deltas: bool,
-    fsync: bool,
-    pool: Option<&Bound<'_, PyContextPool>>,
+    with: Writing<'_, 'py>,
 ) -> PyResult<PyIpcWriter> {
     require_sink(sink)?;
     let settings = WriteSettings::new(options, compression, threads, dictionary_deltas)?;
     let options = writer_options_from(format, &settings, level, footer_metadata(metadata)?)?;
     PyIpcWriter::create(
         sink,
-        at,
+        with.at,
         schema_of(schema)?,
         options,
         settings.unify_dictionaries,
-        durability(fsync),
-        pool_or_default(pool),
+        with.durability,
+        with.pool,
     )
 }
 
@@ -515,51 +504,45 @@ macro_rules! ipc_writer_class {
         /// - `options`: a `pyarrow.ipc.IpcWriteOptions` (its compression, `use_threads` and
         ///   `emit_dictionary_deltas` are read), instead of the keywords below.
         #[doc = doc_ipc_write!()]
+        #[doc = doc_fsync!()]
         #[doc = doc_pool!()]
-        #[doc = doc_sink_location!()]
+        #[doc = doc_location!("sink")]
         #[pyclass(frozen, extends = PyIpcWriter, name = $name, module = "zstdpool.ipc")]
         pub struct $class;
 
-        #[pymethods]
-        impl $class {
-            #[new]
-            #[pyo3(
-                signature = (sink, schema, *, options=None, $($metadata=None,)? compression="zstd", level=None, threads=None, dictionary_deltas=false, fsync=false, pool=None, filesystem=None, storage_options=None)
-            )]
-            #[allow(clippy::too_many_arguments)]
-            fn new(
-                sink: &Bound<'_, PyAny>,
-                schema: &Bound<'_, PyAny>,
-                options: Option<&Bound<'_, PyAny>>,
-                $($metadata: Option<&Bound<'_, PyAny>>,)?
-                #[pyo3(from_py_with = args::arg::<args::Compression, _>)]
-                compression: Option<&str>,
-                #[pyo3(from_py_with = args::arg::<args::Level, _>)]
-                level: Option<i64>,
-                #[pyo3(from_py_with = args::arg::<args::Threads, _>)]
-                threads: Option<i64>,
-                dictionary_deltas: bool,
-                fsync: bool,
-                pool: Option<&Bound<'_, PyContextPool>>,
-                filesystem: Option<&Bound<'_, PyAny>>,
-                storage_options: Option<&Bound<'_, PyDict>>,
-            ) -> PyResult<PyClassInitializer<Self>> {
-                let footer: Option<&Bound<'_, PyAny>> = None $(.or($metadata))?;
-                let base = open_writer(
-                    $format,
-                    sink,
-                    PathOptions::new(filesystem, storage_options),
-                    schema,
-                    options,
-                    footer,
-                    compression,
-                    level,
-                    threads,
-                    dictionary_deltas,
-                    fsync,
-                    pool,
-                )?;
-                Ok(PyClassInitializer::from(base).add_subclass($class))
+        shared_keywords! {
+            sink(with, 'py),
+            signature = (sink, schema, *, options=None, $($metadata=None,)? compression="zstd", level=None, threads=None, dictionary_deltas=false);
+            impl $class {
+                #[new]
+                fn new<'py>(
+                    sink: &Bound<'py, PyAny>,
+                    schema: &Bound<'py, PyAny>,
+                    options: Option<&Bound<'py, PyAny>>,
+                    $($metadata: Option<&Bound<'py, PyAny>>,)?
+                    #[pyo3(from_py_with = args::arg::<args::Compression, _>)]
+                    compression: Option<&str>,
+                    #[pyo3(from_py_with = args::arg::<args::Level, _>)]
+                    level: Option<i64>,
+                    #[pyo3(from_py_with = args::arg::<args::Threads, _>)]
+                    threads: Option<i64>,
+                    dictionary_deltas: bool
+                ) -> PyResult<PyClassInitializer<Self>> {
+                    let footer: Option<&Bound<'_, PyAny>> = None $(.or($metadata))?;
+                    let base = open_writer(
+                        $format,
+                        sink,
+                        schema,
+                        options,
+                        footer,
+                        compression,
+                        level,
+                        threads,
+                        dictionary_deltas,
+                        with,
+                    )?;
+                    Ok(PyClassInitializer::from(base).add_subclass($class))
+                }
             }
         }
     };
@@ -612,11 +595,14 @@ fn write_all<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     sink: Option<&Bound<'py, PyAny>>,
-    at: PathOptions<'_, 'py>,
     options: WriterOptions,
-    durability: Durability,
-    pool: &ContextPool,
+    with: Writing<'_, 'py>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let Writing {
+        durability,
+        pool,
+        at,
+    } = with;
     let input = to_input(data)?;
     let sink = Sink::open(py, sink, durability, at)?;
     let (result, mut sink) = py.detach(move || {
@@ -649,60 +635,46 @@ fn write_all<'py>(
 /// and, for `write_file`, a `metadata` argument for the footer.
 macro_rules! ipc_write_function {
     ($(#[doc = $doc:literal])* $name:ident, $format:expr $(, $metadata:ident)?) => {
-        $(#[doc = $doc])*
-        ///
-        /// A path sink is written under a hidden temporary name beside it and renamed into
-        /// place when the output is complete, so a failed write leaves nothing under its name
-        /// and a crash of the process leaves the old file or the new one whole. With
-        /// `fsync=True` the file and its directory are synced as well: once the output is
-        /// complete it survives a power loss (without, as in pyarrow and polars, a power loss
-        /// soon after may leave an empty or partial file).
-        ///
-        /// - `sink`: None (return bytes), a path (str or `os.PathLike`), an object store URL,
-        ///   or a binary file object.
-        #[doc = doc_ipc_write!()]
-        #[doc = doc_pool!()]
-        #[doc = doc_sink_location!()]
-        #[pyfunction]
-        #[pyo3(
-            signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false, $($metadata=None,)? fsync=false, pool=None, filesystem=None, storage_options=None)
-        )]
-        #[allow(clippy::too_many_arguments)]
-        pub fn $name<'py>(
-            py: Python<'py>,
-            data: &Bound<'py, PyAny>,
-            sink: Option<&Bound<'py, PyAny>>,
-            #[pyo3(from_py_with = args::arg::<args::Compression, _>)]
-            compression: Option<&str>,
-            #[pyo3(from_py_with = args::arg::<args::Level, _>)]
-            level: Option<i64>,
-            #[pyo3(from_py_with = args::arg::<args::Threads, _>)]
-            threads: Option<i64>,
-            dictionary_deltas: bool,
-            $($metadata: Option<&Bound<'py, PyAny>>,)?
-            fsync: bool,
-            pool: Option<&Bound<'py, PyContextPool>>,
-            filesystem: Option<&Bound<'py, PyAny>>,
-            storage_options: Option<&Bound<'py, PyDict>>,
-        ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-            let footer: Option<&Bound<'_, PyAny>> = None $(.or($metadata))?;
-            let options = writer_options(
-                $format,
-                compression,
-                level,
-                threads,
-                dictionary_deltas,
-                footer_metadata(footer)?,
-            )?;
-            write_all(
-                py,
-                data,
-                sink,
-                PathOptions::new(filesystem, storage_options),
-                options,
-                durability(fsync),
-                pool_or_default(pool),
-            )
+        shared_keywords! {
+            sink(with, 'py),
+            signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false $(, $metadata=None)?);
+            $(#[doc = $doc])*
+            ///
+            /// A path sink is written under a hidden temporary name beside it and renamed into
+            /// place when the output is complete, so a failed write leaves nothing under its
+            /// name and a crash of the process leaves the old file or the new one whole. With
+            /// `fsync=True` the file and its directory are synced as well: once the output is
+            /// complete it survives a power loss (without, as in pyarrow and polars, a power
+            /// loss soon after may leave an empty or partial file).
+            ///
+            /// - `sink`: None (return bytes), a path (str or `os.PathLike`), an object store
+            ///   URL, or a binary file object.
+            #[doc = doc_ipc_write!()]
+            #[pyfunction]
+            pub fn $name<'py>(
+                py: Python<'py>,
+                data: &Bound<'py, PyAny>,
+                sink: Option<&Bound<'py, PyAny>>,
+                #[pyo3(from_py_with = args::arg::<args::Compression, _>)]
+                compression: Option<&str>,
+                #[pyo3(from_py_with = args::arg::<args::Level, _>)]
+                level: Option<i64>,
+                #[pyo3(from_py_with = args::arg::<args::Threads, _>)]
+                threads: Option<i64>,
+                dictionary_deltas: bool
+                $(, $metadata: Option<&Bound<'py, PyAny>>)?
+            ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+                let footer: Option<&Bound<'_, PyAny>> = None $(.or($metadata))?;
+                let options = writer_options(
+                    $format,
+                    compression,
+                    level,
+                    threads,
+                    dictionary_deltas,
+                    footer_metadata(footer)?,
+                )?;
+                write_all(py, data, sink, options, with)
+            }
         }
     };
 }

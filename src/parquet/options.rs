@@ -11,14 +11,15 @@ use crate::args::{self, Named};
 use crate::buffer::type_name;
 use crate::errors;
 use crate::errors::OrRaise as _;
-use crate::pool::PyContextPool;
+use crate::shared_keywords::{SinkKeywords, SINK_KEYWORDS};
 use zstdpool_core::params;
 use zstdpool_core::parquet::{
     encoding_from_name, BloomFilter, CdcOptions, Encoding, FormatVersion, PageCodec, PageVersion,
     PerColumn, SortingColumn, WriteOptions,
 };
 
-/// Every keyword a Parquet writer takes. pyarrow's, in its order, then zstdpool's own.
+/// Every keyword a Parquet writer takes but the shared ones (`SINK_KEYWORDS`): pyarrow's, in
+/// its order, then zstdpool's own.
 const KEYWORDS: &[&str] = &[
     "row_group_size",
     "version",
@@ -30,7 +31,6 @@ const KEYWORDS: &[&str] = &[
     "allow_truncated_timestamps",
     "data_page_size",
     "flavor",
-    "filesystem",
     "compression_level",
     "use_byte_stream_split",
     "column_encoding",
@@ -50,19 +50,13 @@ const KEYWORDS: &[&str] = &[
     "use_content_defined_chunking",
     "writer_engine_version",
     "threads",
-    "fsync",
-    "pool",
-    "storage_options",
 ];
 
 /// What a writer's keywords ask for.
 pub struct WriterKeywords<'py> {
     pub options: WriteOptions,
-    pub fsync: bool,
-    pub pool: Option<Bound<'py, PyContextPool>>,
-    /// Where the path is: `filesystem=` and `storage_options=`.
-    pub filesystem: Option<Bound<'py, PyAny>>,
-    pub storage_options: Option<Bound<'py, PyDict>>,
+    /// `fsync`, `pool`, and where the path is.
+    pub shared: SinkKeywords<'py>,
 }
 
 /// The keywords `kwargs` holds, for `func` (named in the error for a keyword it does not take,
@@ -75,7 +69,7 @@ pub fn writer_keywords<'py>(
     if let Some(kwargs) = kwargs {
         for (k, v) in kwargs.iter() {
             let key: String = k.extract()?;
-            if !KEYWORDS.contains(&key.as_str()) {
+            if !KEYWORDS.contains(&key.as_str()) && !SINK_KEYWORDS.contains(&key.as_str()) {
                 return Err(errors::wrong_type(format!(
                     "{func} got an unexpected keyword argument '{key}'"
                 )));
@@ -176,29 +170,9 @@ pub fn writer_keywords<'py>(
     if let Some(v) = kw.get("bloom_filter_options") {
         o.bloom_filters = bloom_filters(v)?;
     }
-    let fsync = kw.flag("fsync", false)?;
-    let pool = match kw.get("pool") {
-        None => None,
-        Some(p) => Some(
-            p.cast::<PyContextPool>()
-                .cloned()
-                .map_err(|_| args::not_one_of(p, "pool", "a zstdpool.ContextPool or None"))?,
-        ),
-    };
-    let storage_options = match kw.get("storage_options") {
-        None => None,
-        Some(d) => Some(
-            d.cast::<PyDict>()
-                .cloned()
-                .map_err(|_| args::not_one_of(d, "storage_options", "a dict"))?,
-        ),
-    };
     Ok(WriterKeywords {
         options: o,
-        fsync,
-        pool,
-        filesystem: kw.get("filesystem").cloned(),
-        storage_options,
+        shared: SinkKeywords::read(|name| kw.get(name))?,
     })
 }
 

@@ -85,7 +85,7 @@ fn read<'py>(
 /// - `use_threads`: as in pyarrow: False reads every column on the calling thread.
 /// - `threads`: how many threads decode a read's columns (None: by size).
 #[doc = doc_pool!()]
-#[doc = doc_source_location!()]
+#[doc = doc_location!("source")]
 #[pyclass(frozen, name = "ParquetFile", module = "zstdpool.parquet")]
 pub struct PyParquetFile {
     file: RwLock<Option<Arc<ParquetFile>>>,
@@ -102,7 +102,7 @@ impl PyParquetFile {
     }
 }
 
-reader! {
+shared_keywords! {
     decoding(with, 'py),
     signature = (source, *, max_page_size=None, page_checksum_verification=false, use_threads=true, threads=None);
     impl PyParquetFile {
@@ -269,7 +269,7 @@ impl NextBatch for Batches {
     }
 }
 
-reader! {
+shared_keywords! {
     decoding(with, 'py),
     signature = (source, *, columns=None, row_groups=None, use_threads=true, threads=None, max_page_size=None, page_checksum_verification=false);
     /// Reads a Parquet file into one pyarrow Table: `columns` (top-level names or dotted paths
@@ -298,7 +298,7 @@ reader! {
     }
 }
 
-reader! {
+shared_keywords! {
     source(at, 'py),
     signature = (source, *);
     /// The Arrow schema of a Parquet file (read from its footer alone), as a pyarrow Schema.

@@ -13,17 +13,13 @@ use crate::export::schema_to_py;
 use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
 use crate::io::unwrap_py_error;
-use crate::ipc::writer::durability;
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, UNWRITTEN};
 use crate::parquet::options::{writer_keywords, WriterKeywords};
-use crate::pool::pool_or_default;
+use crate::shared_keywords::Writing;
 use crate::sink::{Sink, SinkWriter};
-use crate::store::PathOptions;
 use zstdpool_core::error::Error;
 use zstdpool_core::params;
 use zstdpool_core::parquet::{ParquetWriter, WriteOptions};
-use zstdpool_core::path_sink::Durability;
-use zstdpool_core::pool::ContextPool;
 
 type Writer = ParquetWriter<SinkWriter>;
 
@@ -147,23 +143,13 @@ impl PyParquetWriter {
                  with where=None",
             ));
         }
-        let WriterKeywords {
-            options,
-            fsync,
-            pool,
-            filesystem,
-            storage_options,
-        } = writer_keywords("ParquetWriter()", options)?;
+        let WriterKeywords { options, shared } = writer_keywords("ParquetWriter()", options)?;
+        let with = shared.writing();
         let schema = schema_of(schema)?;
-        let at = PathOptions::new(filesystem.as_ref(), storage_options.as_ref());
-        let sink = Sink::open(py, Some(r#where), durability(fsync), at)?;
-        let writer = ParquetWriter::try_new(
-            SinkWriter::new(sink),
-            schema.clone(),
-            options,
-            pool_or_default(pool.as_ref()),
-        )
-        .map_err(unwrap_py_error)?;
+        let sink = Sink::open(py, Some(r#where), with.durability, with.at)?;
+        let writer =
+            ParquetWriter::try_new(SinkWriter::new(sink), schema.clone(), options, with.pool)
+                .map_err(unwrap_py_error)?;
         Ok(PyParquetWriter {
             writer: Held::new(writer, "Parquet writer"),
             schema,
@@ -376,11 +362,14 @@ fn write_all<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
     sink: Option<&Bound<'py, PyAny>>,
-    at: PathOptions<'_, 'py>,
     options: WriteOptions,
-    durability: Durability,
-    pool: &ContextPool,
+    with: Writing<'_, 'py>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+    let Writing {
+        durability,
+        pool,
+        at,
+    } = with;
     let input = to_input(data)?;
     let sink = Sink::open(py, sink, durability, at)?;
     let result = py.detach(move || -> Result<Sink, Failure> {
@@ -428,20 +417,6 @@ pub fn write_table<'py>(
     r#where: Option<&Bound<'py, PyAny>>,
     options: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Option<Bound<'py, PyBytes>>> {
-    let WriterKeywords {
-        options,
-        fsync,
-        pool,
-        filesystem,
-        storage_options,
-    } = writer_keywords("write_table()", options)?;
-    write_all(
-        py,
-        data,
-        r#where,
-        PathOptions::new(filesystem.as_ref(), storage_options.as_ref()),
-        options,
-        durability(fsync),
-        pool_or_default(pool.as_ref()),
-    )
+    let WriterKeywords { options, shared } = writer_keywords("write_table()", options)?;
+    write_all(py, data, r#where, options, shared.writing())
 }
