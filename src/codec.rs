@@ -11,13 +11,13 @@ use crate::buffer::{new_bytes_filled, ByteView};
 use crate::dict::dict_arg;
 use crate::held::Held;
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State};
+use crate::params;
 use crate::pool::{pool_or_default, PyContextPool};
 use zstdpool_core::codec::{plan_decompress, DecompressPlan, DEFAULT_MAX_OUTPUT_SIZE};
 use zstdpool_core::context::{
     CompressParams, Compressor, DecompressParams, Decompressor, DEFAULT_LEVEL,
 };
 use zstdpool_core::parallel::{for_each_parallel, resolve_threads};
-use zstdpool_core::params;
 use zstdpool_core::pool::Lease;
 
 /// Why a lease cannot be pickled.

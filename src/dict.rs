@@ -10,8 +10,8 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use crate::buffer::{type_name, ByteView};
 use crate::errors::OrRaise as _;
+use crate::params;
 use zstdpool_core::dict::{self, Samples, ZstdDict};
-use zstdpool_core::params;
 
 /// A zstd dictionary, immutable and shared by every thread: `ZstdDict(content, /, *,
 /// is_raw=False)`. `content` is a zstd dictionary (as `train_dict`, `zstd --train`,

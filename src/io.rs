@@ -115,7 +115,7 @@ pub fn remove_stale_temp_files(
     let Some(path) = as_path(path)? else {
         return Err(args::not_one_of(path, "path", "a str or os.PathLike"));
     };
-    let min_age = zstdpool_core::params::timeout("min_age", Some(min_age))
+    let min_age = crate::params::timeout("min_age", Some(min_age))
         .or_raise()?
         .unwrap_or(std::time::Duration::MAX);
     py.detach(|| zstdpool_core::path_sink::remove_stale(&path, min_age, recursive))

@@ -1,6 +1,6 @@
 //! The Python extension `zstdpool._zstdpool`: a thin layer over `zstdpool-core`, one file per
-//! family of Python objects. Every exception it raises is built in `errors`; every argument
-//! check lives in the core's `params`.
+//! family of Python objects. Every exception it raises is built in `errors`; every argument is
+//! converted in `args` and its value checked in `params`, so the core takes typed values only.
 
 mod args;
 #[macro_use]
@@ -21,6 +21,7 @@ mod input;
 mod io;
 mod ipc;
 mod lifecycle;
+mod params;
 mod parquet;
 mod pool;
 mod sink;

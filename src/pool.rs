@@ -6,8 +6,8 @@ use pyo3::prelude::*;
 use crate::errors::OrRaise as _;
 use pyo3::types::{PyDict, PyList, PyTuple};
 
+use crate::params;
 use zstdpool_core::memory::spare::SpareConfig;
-use zstdpool_core::params;
 use zstdpool_core::pool::{ContextPool, PoolConfig, PoolKey, PoolStats};
 
 /// A pool of zstd contexts. The module-level functions share one default pool

@@ -250,6 +250,50 @@ def test_a_bad_argument_is_named_in_the_message(call, cls, message) -> None:
         call()
 
 
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (
+            lambda: zp.write_table(TABLE, pa.BufferOutputStream(), compression="lzo"),
+            'compression must be "zstd", "lz4", "snappy", "gzip", "brotli", "none" or None, '
+            'not "lzo"',
+        ),
+        (
+            lambda: zp.write_table(TABLE, pa.BufferOutputStream(), data_page_version="3.0"),
+            'data_page_version must be "1.0" or "2.0", not "3.0"',
+        ),
+        (
+            lambda: zp.write_table(TABLE, pa.BufferOutputStream(), version="2.5"),
+            'version must be "1.0", "2.4" or "2.6", not "2.5"',
+        ),
+        (
+            lambda: ipc.write_stream(TABLE, compression="lzo"),
+            'compression must be "zstd", "lz4", "none" or None, not "lzo"',
+        ),
+        (
+            lambda: zp.write_table(
+                TABLE, pa.BufferOutputStream(), compression="gzip", compression_level=12
+            ),
+            "invalid gzip compression_level 12: it must be from 0 to 9",
+        ),
+        (
+            lambda: zstdpool.compress(b"x", window_log=5),
+            "invalid window_log 5: it must be from 10 to 30",
+        ),
+        (
+            lambda: zp.write_table(TABLE, pa.BufferOutputStream(), row_group_size=0),
+            "row_group_size must be at least 1, not 0",
+        ),
+    ],
+)
+def test_an_option_out_of_its_choices_has_one_wording(call, message) -> None:
+    # Every named option and range is checked by the bindings' one set of checks, which
+    # list what is taken in the order the option's documentation gives it.
+    with pytest.raises(errors.ParameterError) as raised:
+        call()
+    assert str(raised.value) == message
+
+
 def test_write_dataset_names_its_text_arguments(tmp_path) -> None:
     import zstdpool.dataset as zd
 

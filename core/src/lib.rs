@@ -30,7 +30,6 @@ pub mod ipc;
 pub mod memory;
 pub mod output;
 pub mod parallel;
-pub mod params;
 pub mod parquet;
 pub mod path_sink;
 pub mod pool;

@@ -20,9 +20,9 @@ use crate::errors::OrRaise as _;
 use crate::export::{schema_to_py, table_to_py, NextBatch};
 use crate::input::schema_of;
 use crate::io::{as_path, unwrap_py_error_in};
+use crate::params;
 use crate::store::{self, Located, PathOptions};
 use zstdpool_core::error::{Error, Result};
-use zstdpool_core::params;
 use zstdpool_core::scan::{
     CmpOp, Dataset, Format as FileFormat, Partitioning, Predicate, ScanOptions, ScanStream, Sources,
 };

@@ -8,13 +8,13 @@ use crate::errors;
 use crate::errors::OrRaise as _;
 use crate::input::{to_input, Failure};
 use crate::io::{as_path, unwrap_py_error};
+use crate::params;
 use crate::parquet::options::writer_keywords;
 use crate::shared_keywords::SINK_KEYWORDS;
 use crate::store::{self, Located};
 use zstdpool_core::dataset::{
-    DatasetOptions, DatasetWriter, Destination, ExistingData, FileFormat, Flavor, WrittenFile,
+    DatasetOptions, DatasetWriter, Destination, FileFormat, Flavor, WrittenFile,
 };
-use zstdpool_core::params;
 
 /// The partition columns, a list of names (`zstdpool.dataset.write_dataset` makes pyarrow's
 /// `Partitioning` objects into names and a flavor).
@@ -49,8 +49,8 @@ pub fn _check_dataset_options(
     #[pyo3(from_py_with = args::arg::<args::Compression, _>)] compression: Option<&str>,
     #[pyo3(from_py_with = args::arg::<args::Level, _>)] level: Option<i64>,
 ) -> PyResult<&'static str> {
-    ExistingData::from_name(existing_data_behavior).or_raise()?;
-    Ok(FileFormat::from_name(format, compression, level)
+    params::existing_data(existing_data_behavior).or_raise()?;
+    Ok(params::file_format(format, compression, level)
         .or_raise()?
         .extension())
 }
@@ -62,7 +62,7 @@ fn file_format(
     level: Option<i64>,
     file_options: Option<&Bound<'_, PyDict>>,
 ) -> PyResult<FileFormat> {
-    let mut chosen = FileFormat::from_name(format, compression, level).or_raise()?;
+    let mut chosen = params::file_format(format, compression, level).or_raise()?;
     let Some(given) = file_options.filter(|d| !d.is_empty()) else {
         return Ok(chosen);
     };
@@ -192,7 +192,7 @@ shared_keywords! {
             null_fallback,
             format: file_format(format, compression, level, file_options)?,
             basename_template,
-            existing_data: ExistingData::from_name(existing_data_behavior).or_raise()?,
+            existing_data: params::existing_data(existing_data_behavior).or_raise()?,
             max_open_files: params::count("max_open_files", max_open_files).or_raise()?,
             max_partitions: max_partitions
                 .map(|n| params::positive("max_partitions", n))

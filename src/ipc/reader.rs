@@ -16,13 +16,13 @@ use crate::held::Held;
 use crate::io::unwrap_py_error_in;
 use crate::ipc::options::{to_key_value_metadata, ReadSettings};
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
+use crate::params;
 use crate::source::InputSource;
 use crate::store::PathOptions;
 use zstdpool_core::error::{Error, Result};
 use zstdpool_core::ipc::inspect::inspect;
 use zstdpool_core::ipc::reader::BatchWithMetadata;
 use zstdpool_core::ipc::{FileReader, IpcFormat, KeyValues, ReadLimits, ReadStats, StreamReader};
-use zstdpool_core::params;
 
 /// The exception for a failed read: a corrupt or oversized body is an `IpcDecompressionError`
 /// or `IpcOutputLimitError`, each also an `IpcError`.

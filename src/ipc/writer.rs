@@ -18,12 +18,12 @@ use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
 use crate::ipc::options::{key_values, WriteSettings};
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, UNWRITTEN};
+use crate::params;
 use crate::shared_keywords::Writing;
 use crate::sink::Sink;
 use crate::store::PathOptions;
 use zstdpool_core::error::Error;
 use zstdpool_core::ipc::{Compression, IpcFormat, IpcWriter, KeyValues, WriteStats, WriterOptions};
-use zstdpool_core::params;
 use zstdpool_core::path_sink::Durability;
 use zstdpool_core::pool::ContextPool;
 
@@ -55,7 +55,7 @@ fn writer_options_from(
     }
     Ok(WriterOptions {
         format,
-        compression: Compression::from_name(settings.compression.as_deref(), level).or_raise()?,
+        compression: params::ipc_compression(settings.compression.as_deref(), level).or_raise()?,
         threads: params::threads(settings.threads).or_raise()?,
         dictionary_deltas: settings.dictionary_deltas,
         footer_metadata: metadata.unwrap_or_default(),

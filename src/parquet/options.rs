@@ -11,11 +11,10 @@ use crate::args::{self, Named};
 use crate::buffer::type_name;
 use crate::errors;
 use crate::errors::OrRaise as _;
+use crate::params;
 use crate::shared_keywords::{SinkKeywords, SINK_KEYWORDS};
-use zstdpool_core::params;
 use zstdpool_core::parquet::{
-    encoding_from_name, BloomFilter, CdcOptions, Encoding, FormatVersion, PageCodec, PageVersion,
-    PerColumn, SortingColumn, WriteOptions,
+    BloomFilter, CdcOptions, Encoding, PageCodec, PerColumn, SortingColumn, WriteOptions,
 };
 
 /// Every keyword a Parquet writer takes but the shared ones (`SINK_KEYWORDS`): pyarrow's, in
@@ -130,10 +129,10 @@ pub fn writer_keywords<'py>(
     o.max_rows_per_page = kw.size("max_rows_per_page")?;
     o.write_batch_size = kw.size("write_batch_size")?;
     if let Some(v) = kw.opt::<String>("data_page_version")? {
-        o.page_version = PageVersion::from_name(&v).or_raise()?;
+        o.page_version = params::page_version(&v).or_raise()?;
     }
     if let Some(v) = kw.opt::<String>("version")? {
-        o.format_version = FormatVersion::from_name(&v).or_raise()?;
+        o.format_version = params::format_version(&v).or_raise()?;
     }
     o.threads = params::threads(kw.opt("threads")?).or_raise()?;
     o.store_schema = kw.flag("store_schema", true)?;
@@ -267,7 +266,7 @@ fn codecs(
 ) -> PyResult<PerColumn<PageCodec>> {
     let levels = Levels::parse(level)?;
     let codec = |name: Option<&str>, column: Option<&str>| {
-        PageCodec::from_name(name, levels.for_column(column)).or_raise()
+        params::page_codec(name, levels.for_column(column)).or_raise()
     };
     // One codec for every column, at each column's level where levels are per column.
     let every = |name: Option<&str>| -> PyResult<PerColumn<PageCodec>> {
@@ -351,7 +350,7 @@ fn encodings(
                 ))
             }
         };
-        encoding_from_name(&name).or_raise()
+        params::column_encoding(&name).or_raise()
     };
     let mut out = PerColumn::all(None);
     if let Some(ce) = column_encoding {

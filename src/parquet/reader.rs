@@ -15,10 +15,10 @@ use crate::errors::OrRaise as _;
 use crate::export::{schema_to_py, table_to_py, NextBatch};
 use crate::io::unwrap_py_error_in;
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, OPEN_SOURCE};
+use crate::params;
 use crate::source::parquet_source;
 use crate::store::PathOptions;
 use zstdpool_core::error::{Error, Result};
-use zstdpool_core::params;
 use zstdpool_core::parquet::{Batches, ParquetFile, ParquetLimits};
 use zstdpool_core::pool::ContextPool;
 

@@ -14,11 +14,11 @@ use crate::held::Held;
 use crate::input::{schema_of, to_input, Failure, Imported};
 use crate::io::unwrap_py_error;
 use crate::lifecycle::{lifecycle_methods, Lifecycle, State, UNWRITTEN};
+use crate::params;
 use crate::parquet::options::{writer_keywords, WriterKeywords};
 use crate::shared_keywords::Writing;
 use crate::sink::{Sink, SinkWriter};
 use zstdpool_core::error::Error;
-use zstdpool_core::params;
 use zstdpool_core::parquet::{ParquetWriter, WriteOptions};
 
 type Writer = ParquetWriter<SinkWriter>;

@@ -2,8 +2,8 @@
 //! limits of files, row groups and pending rows, checked once before anything is written.
 
 use crate::error::{Error, Result};
-use crate::ipc::{Compression, WriterOptions};
-use crate::parquet::{PageCodec, PerColumn, WriteOptions};
+use crate::ipc::WriterOptions;
+use crate::parquet::WriteOptions;
 use crate::path_sink::Durability;
 
 use super::partition::Flavor;
@@ -22,40 +22,6 @@ pub enum FileFormat {
 }
 
 impl FileFormat {
-    /// The format named `name` (case-insensitive: "parquet", or "ipc", "arrow" or "feather"
-    /// for Arrow IPC files), with `compression` and `level` as that format takes them.
-    pub fn from_name(name: &str, compression: Option<&str>, level: Option<i64>) -> Result<Self> {
-        #[derive(Clone, Copy)]
-        enum Named {
-            Parquet,
-            Ipc,
-            Feather,
-        }
-        let named = crate::params::choice(
-            "format",
-            &name.to_ascii_lowercase(),
-            &[
-                (&["parquet"], Named::Parquet),
-                (&["ipc", "arrow"], Named::Ipc),
-                (&["feather"], Named::Feather),
-            ],
-            false,
-        )?;
-        Ok(match named {
-            Named::Parquet => FileFormat::Parquet(Box::new(WriteOptions {
-                compression: PerColumn::all(PageCodec::from_name(compression, level)?),
-                ..Default::default()
-            })),
-            Named::Ipc | Named::Feather => FileFormat::Ipc {
-                options: WriterOptions {
-                    compression: Compression::from_name(compression, level)?,
-                    ..Default::default()
-                },
-                feather: matches!(named, Named::Feather),
-            },
-        })
-    }
-
     /// The file name extension of the format's files.
     pub fn extension(&self) -> &'static str {
         match self {
@@ -79,21 +45,7 @@ pub enum ExistingData {
     DeleteMatching,
 }
 
-impl ExistingData {
-    /// pyarrow's `existing_data_behavior`.
-    pub fn from_name(name: &str) -> Result<Self> {
-        crate::params::choice(
-            "existing_data_behavior",
-            name,
-            &[
-                (&["error"], ExistingData::Error),
-                (&["overwrite_or_ignore"], ExistingData::OverwriteOrIgnore),
-                (&["delete_matching"], ExistingData::DeleteMatching),
-            ],
-            false,
-        )
-    }
-}
+impl ExistingData {}
 
 /// How a dataset is written.
 #[derive(Clone, Debug)]

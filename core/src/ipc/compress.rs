@@ -24,47 +24,6 @@ pub enum Compression {
 pub const DEFAULT_ZSTD_LEVEL: i32 = 1;
 
 impl Compression {
-    /// The codec named `name` (case-insensitive: "zstd"; "lz4" or "lz4_frame"; "none",
-    /// "uncompressed" or None), at zstd `level` (default [`DEFAULT_ZSTD_LEVEL`]).
-    pub fn from_name(name: Option<&str>, level: Option<i64>) -> Result<Compression> {
-        #[derive(Clone, Copy)]
-        enum Named {
-            Zstd,
-            Lz4,
-            None,
-        }
-        let named = match name {
-            None => Named::None,
-            Some(n) => crate::params::choice(
-                "compression",
-                &n.to_ascii_lowercase(),
-                &[
-                    (&["zstd"], Named::Zstd),
-                    (&["lz4", "lz4_frame"], Named::Lz4),
-                    (&["none", "uncompressed"], Named::None),
-                ],
-                true,
-            )?,
-        };
-        let compression = match named {
-            Named::Zstd => {
-                let level = level.map(crate::params::level).transpose()?;
-                let params = CompressParams::level(level.unwrap_or(DEFAULT_ZSTD_LEVEL));
-                params.validate()?;
-                return Ok(Compression::Zstd(params));
-            }
-            Named::Lz4 => Compression::Lz4,
-            Named::None => Compression::None,
-        };
-        if level.is_some() {
-            return Err(Error::Parameter(format!(
-                "level applies to zstd only, not to compression={}",
-                name.map_or("None".to_string(), |n| format!("{n:?}"))
-            )));
-        }
-        Ok(compression)
-    }
-
     pub(crate) fn wire_codec(&self) -> Option<CompressionType> {
         match self {
             Compression::None => None,

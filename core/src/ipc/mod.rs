@@ -24,7 +24,7 @@ pub mod source;
 pub(crate) mod validate;
 pub mod writer;
 
-pub use compress::Compression;
+pub use compress::{Compression, DEFAULT_ZSTD_LEVEL};
 pub use message::KeyValues;
 pub use projection::Projection;
 pub use reader::{FileReader, ReadLimits, ReadStats, StreamReader};

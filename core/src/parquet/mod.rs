@@ -37,8 +37,8 @@ pub use ::parquet::file::metadata::SortingColumn;
 pub use ::parquet::file::properties::CdcOptions;
 pub use decompress::ParquetLimits;
 pub use options::{
-    encoding_from_name, BloomFilter, FormatVersion, PageCodec, PageVersion, PerColumn,
-    WriteOptions, DEFAULT_ROW_GROUP_SIZE, DEFAULT_ZSTD_LEVEL,
+    BloomFilter, FormatVersion, PageCodec, PageVersion, PerColumn, WriteOptions,
+    DEFAULT_ROW_GROUP_SIZE, DEFAULT_ZSTD_LEVEL,
 };
 pub(crate) use reader::decode_need;
 pub use reader::{Batches, ColumnSummary, FileSummary, ParquetFile, Projection, RowGroupSummary};

@@ -36,76 +36,6 @@ pub enum PageCodec {
 }
 
 impl PageCodec {
-    /// The codec named `name` (case-insensitive: "zstd", "lz4" or "lz4_raw", "snappy", "gzip",
-    /// "brotli", "none" or "uncompressed"; None is none), at `level` where the codec has one.
-    pub fn from_name(name: Option<&str>, level: Option<i64>) -> Result<PageCodec> {
-        let lower = name.map(str::to_ascii_lowercase);
-        let ranged = |lo: i64, hi: i64, default: u32| -> Result<u32> {
-            match level {
-                None => Ok(default),
-                Some(l) if (lo..=hi).contains(&l) => Ok(l as u32),
-                Some(l) => Err(Error::Parameter(format!(
-                    "invalid {} compression_level {l}: it must be from {lo} to {hi}",
-                    lower.as_deref().unwrap_or_default()
-                ))),
-            }
-        };
-        #[derive(Clone, Copy)]
-        enum Named {
-            Zstd,
-            Lz4,
-            Snappy,
-            Gzip,
-            Brotli,
-            None,
-        }
-        let named = match lower.as_deref() {
-            None => Named::None,
-            Some(n) => crate::params::choice(
-                "compression",
-                n,
-                &[
-                    (&["zstd"], Named::Zstd),
-                    (&["lz4", "lz4_raw"], Named::Lz4),
-                    (&["snappy"], Named::Snappy),
-                    (&["gzip"], Named::Gzip),
-                    (&["brotli"], Named::Brotli),
-                    (&["none", "uncompressed"], Named::None),
-                ],
-                true,
-            )?,
-        };
-        let codec = match named {
-            Named::Zstd => {
-                let level = level.map(crate::params::level).transpose()?;
-                let params = CompressParams::level(level.unwrap_or(DEFAULT_ZSTD_LEVEL));
-                params.validate()?;
-                return Ok(PageCodec::Zstd(params));
-            }
-            Named::Gzip => return Ok(PageCodec::Gzip(ranged(0, 9, 6)?)),
-            Named::Brotli => return Ok(PageCodec::Brotli(ranged(0, 11, 1)?)),
-            Named::Lz4 => PageCodec::Lz4Raw,
-            Named::Snappy => PageCodec::Snappy,
-            Named::None => PageCodec::None,
-        };
-        if level.is_some() {
-            // pyarrow's lz4 levels are LZ4 HC's, which would make smaller pages; the parquet
-            // crate writes LZ4_RAW at its one level, so a level taken would change nothing.
-            let why = match named {
-                Named::Lz4 => {
-                    ": the parquet crate writes LZ4_RAW at one level (pyarrow's levels are LZ4 \
-                     HC's, which zstdpool does not write); pass no level, or use zstd"
-                }
-                _ => "",
-            };
-            return Err(Error::Parameter(format!(
-                "compression_level does not apply to compression={}{why}",
-                name.map_or("None".to_string(), |n| format!("{n:?}"))
-            )));
-        }
-        Ok(codec)
-    }
-
     /// What the parquet crate's column writer is told: zstd pages leave it uncompressed and
     /// are compressed afterwards with a pooled context.
     pub(crate) fn for_encoder(&self) -> Result<Compression> {
@@ -182,17 +112,7 @@ pub enum PageVersion {
     V2,
 }
 
-impl PageVersion {
-    /// pyarrow's `data_page_version`: "1.0" or "2.0".
-    pub fn from_name(name: &str) -> Result<PageVersion> {
-        crate::params::choice(
-            "data_page_version",
-            name,
-            &[(&["1.0"], PageVersion::V1), (&["2.0"], PageVersion::V2)],
-            false,
-        )
-    }
-}
+impl PageVersion {}
 
 /// pyarrow's `version`: which logical types a file may use, and the format version its
 /// footer records.
@@ -207,48 +127,7 @@ pub enum FormatVersion {
     V2_6,
 }
 
-impl FormatVersion {
-    pub fn from_name(name: &str) -> Result<FormatVersion> {
-        crate::params::choice(
-            "version",
-            name,
-            &[
-                (&["1.0"], FormatVersion::V1_0),
-                (&["2.4"], FormatVersion::V2_4),
-                (&["2.6"], FormatVersion::V2_6),
-            ],
-            false,
-        )
-    }
-}
-
-/// A column encoding named as pyarrow names it (`column_encoding`), checked against the
-/// physical types it applies to when the writer opens.
-pub fn encoding_from_name(name: &str) -> Result<Encoding> {
-    let upper = name.to_ascii_uppercase();
-    if matches!(upper.as_str(), "PLAIN_DICTIONARY" | "RLE_DICTIONARY") {
-        return Err(Error::Parameter(format!(
-            "column_encoding cannot be {name:?}: dictionary encoding is chosen with \
-             use_dictionary"
-        )));
-    }
-    crate::params::choice(
-        "column_encoding",
-        &upper,
-        &[
-            (&["PLAIN"], Encoding::PLAIN),
-            (&["BYTE_STREAM_SPLIT"], Encoding::BYTE_STREAM_SPLIT),
-            (&["DELTA_BINARY_PACKED"], Encoding::DELTA_BINARY_PACKED),
-            (
-                &["DELTA_LENGTH_BYTE_ARRAY"],
-                Encoding::DELTA_LENGTH_BYTE_ARRAY,
-            ),
-            (&["DELTA_BYTE_ARRAY"], Encoding::DELTA_BYTE_ARRAY),
-            (&["RLE"], Encoding::RLE),
-        ],
-        false,
-    )
-}
+impl FormatVersion {}
 
 /// Whether `encoding` can hold values of `physical` (the parquet crate fails late, or not at
 /// all, on a pairing the format does not define).

@@ -13,6 +13,19 @@ use super::*;
 use crate::context::CompressParams;
 use crate::pool::ContextPool;
 
+/// Each codec at its default level.
+fn codec(name: &str) -> PageCodec {
+    match name {
+        "zstd" => PageCodec::Zstd(CompressParams::level(DEFAULT_ZSTD_LEVEL)),
+        "lz4" => PageCodec::Lz4Raw,
+        "snappy" => PageCodec::Snappy,
+        "gzip" => PageCodec::Gzip(6),
+        "brotli" => PageCodec::Brotli(1),
+        "none" => PageCodec::None,
+        other => panic!("no codec {other}"),
+    }
+}
+
 fn batch(n: i32, offset: i32) -> RecordBatch {
     let schema = Arc::new(Schema::new(vec![
         Field::new("a", DataType::Int32, false),
@@ -53,7 +66,7 @@ fn the_crate_reads_what_we_write_with_every_codec_and_page_version() {
         for version in [PageVersion::V1, PageVersion::V2] {
             for dictionary in [true, false] {
                 let options = WriteOptions {
-                    compression: PerColumn::all(PageCodec::from_name(Some(name), None).unwrap()),
+                    compression: PerColumn::all(codec(name)),
                     dictionary: PerColumn::all(dictionary),
                     page_version: version,
                     row_group_size: 2500,
@@ -83,7 +96,7 @@ fn zstd_files_are_byte_identical_for_any_thread_count_and_smaller_than_plain() {
         write(
             &input,
             WriteOptions {
-                compression: PerColumn::all(PageCodec::from_name(Some(codec), None).unwrap()),
+                compression: PerColumn::all(self::codec(codec)),
                 threads: Some(threads),
                 ..Default::default()
             },
@@ -176,7 +189,7 @@ fn we_read_what_we_write_and_what_the_crate_writes() {
     for name in ["zstd", "lz4", "snappy", "gzip", "brotli", "none"] {
         for version in [PageVersion::V1, PageVersion::V2] {
             let options = WriteOptions {
-                compression: PerColumn::all(PageCodec::from_name(Some(name), None).unwrap()),
+                compression: PerColumn::all(codec(name)),
                 page_version: version,
                 row_group_size: 2500,
                 data_page_size: Some(2048),
@@ -427,7 +440,7 @@ fn pages_cut_by_content_read_back_with_every_codec() {
     for name in ["zstd", "snappy", "none"] {
         let with = |cdc: Option<CdcOptions>| {
             let options = WriteOptions {
-                compression: PerColumn::all(PageCodec::from_name(Some(name), None).unwrap()),
+                compression: PerColumn::all(codec(name)),
                 row_group_size: 40_000,
                 content_defined_chunking: cdc,
                 ..Default::default()
