@@ -31,3 +31,15 @@ macro_rules! doc_ipc_write {
          `emit_dictionary_deltas` does."
     };
 }
+
+/// What a writer does with a path sink, for the IPC writers' docstrings.
+macro_rules! doc_path_sink {
+    () => {
+        "A path sink is written under a hidden temporary name beside it and renamed into place \
+         when the output is complete, so a failed write leaves nothing under its name and a \
+         crash of the process leaves the old file or the new one whole. With `fsync=True` the \
+         file and its directory are synced as well: once the output is complete it survives a \
+         power loss (without, as in pyarrow and polars, a power loss soon after may leave an \
+         empty or partial file)."
+    };
+}

@@ -132,6 +132,14 @@ pub fn positive_seconds(name: &str, v: f64) -> Result<Duration> {
         })
 }
 
+/// A codec's zstd parameters at `level` (`default` when not given), checked.
+fn zstd_level(level: Option<i64>, default: i32) -> Result<CompressParams> {
+    let level = level.map(self::level).transpose()?;
+    let params = CompressParams::level(level.unwrap_or(default));
+    params.validate()?;
+    Ok(params)
+}
+
 /// The codec named `name` (case-insensitive: "zstd", "lz4" or "lz4_raw", "snappy", "gzip",
 /// "brotli", "none" or "uncompressed"; None is none), at `level` where the codec has one.
 pub fn page_codec(name: Option<&str>, level: Option<i64>) -> Result<PageCodec> {
@@ -173,10 +181,7 @@ pub fn page_codec(name: Option<&str>, level: Option<i64>) -> Result<PageCodec> {
     };
     let codec = match named {
         Named::Zstd => {
-            let level = level.map(self::level).transpose()?;
-            let params =
-                CompressParams::level(level.unwrap_or(zstdpool_core::parquet::DEFAULT_ZSTD_LEVEL));
-            params.validate()?;
+            let params = zstd_level(level, zstdpool_core::parquet::DEFAULT_ZSTD_LEVEL)?;
             return Ok(PageCodec::Zstd(params));
         }
         Named::Gzip => return Ok(PageCodec::Gzip(ranged(0, 9, 6)?)),
@@ -278,10 +283,7 @@ pub fn ipc_compression(name: Option<&str>, level: Option<i64>) -> Result<Compres
     };
     let compression = match named {
         Named::Zstd => {
-            let level = level.map(self::level).transpose()?;
-            let params =
-                CompressParams::level(level.unwrap_or(zstdpool_core::ipc::DEFAULT_ZSTD_LEVEL));
-            params.validate()?;
+            let params = zstd_level(level, zstdpool_core::ipc::DEFAULT_ZSTD_LEVEL)?;
             return Ok(Compression::Zstd(params));
         }
         Named::Lz4 => Compression::Lz4,

@@ -589,69 +589,59 @@ impl FileBatches {
     }
 }
 
-shared_keywords! {
-    decoding(with, 'py),
-    signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None);
-    /// Reads a whole Arrow IPC stream into a pyarrow Table.
-    ///
-    /// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another buffer,
-    ///   or a binary file object.
-    #[doc = doc_ipc_read!()]
-    #[pyfunction]
-    pub fn read_stream<'py>(
-        py: Python<'py>,
-        source: &Bound<'py, PyAny>,
-        #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)] max_buffer_size: Option<i64>,
-        #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)] max_batch_size: Option<i64>,
-        #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let opening = Opening::new(
-            source,
-            with.at,
-            None,
-            None,
-            max_buffer_size,
-            max_batch_size,
-            threads,
-        )?;
-        let reader = PyIpcStreamReader::open(py, opening, with.pool)?;
-        let table = reader.read_all(py);
-        Lifecycle::close(&reader, py)?;
-        table
-    }
+/// `read_stream` and `read_file`: one definition makes both, differing only in the reader
+/// they open (and the file reader's footer offset, None: at the end).
+macro_rules! ipc_read_function {
+    ($(#[doc = $doc:literal])* $name:ident, $class:ty $(, $footer_offset:expr)?) => {
+        shared_keywords! {
+            decoding(with, 'py),
+            signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None);
+            $(#[doc = $doc])*
+            ///
+            /// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another
+            ///   buffer, or a binary file object.
+            #[doc = doc_ipc_read!()]
+            #[pyfunction]
+            pub fn $name<'py>(
+                py: Python<'py>,
+                source: &Bound<'py, PyAny>,
+                #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)]
+                max_buffer_size: Option<i64>,
+                #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)]
+                max_batch_size: Option<i64>,
+                #[pyo3(from_py_with = args::arg::<args::Threads, _>)]
+                threads: Option<i64>
+            ) -> PyResult<Bound<'py, PyAny>> {
+                let opening = Opening::new(
+                    source,
+                    with.at,
+                    None,
+                    None,
+                    max_buffer_size,
+                    max_batch_size,
+                    threads,
+                )?;
+                let reader = <$class>::open(py, opening, $($footer_offset,)? with.pool)?;
+                let table = reader.read_all(py);
+                Lifecycle::close(&reader, py)?;
+                table
+            }
+        }
+    };
 }
 
-shared_keywords! {
-    decoding(with, 'py),
-    signature = (source, *, max_buffer_size=None, max_batch_size=None, threads=None);
+ipc_read_function!(
+    /// Reads a whole Arrow IPC stream into a pyarrow Table.
+    read_stream,
+    PyIpcStreamReader
+);
+
+ipc_read_function!(
     /// Reads a whole Arrow IPC file into a pyarrow Table.
-    ///
-    /// - `source`: a path (str or `os.PathLike`), an object store URL, bytes or another buffer,
-    ///   or a binary file object.
-    #[doc = doc_ipc_read!()]
-    #[pyfunction]
-    pub fn read_file<'py>(
-        py: Python<'py>,
-        source: &Bound<'py, PyAny>,
-        #[pyo3(from_py_with = args::arg::<args::MaxBufferSize, _>)] max_buffer_size: Option<i64>,
-        #[pyo3(from_py_with = args::arg::<args::MaxBatchSize, _>)] max_batch_size: Option<i64>,
-        #[pyo3(from_py_with = args::arg::<args::Threads, _>)] threads: Option<i64>
-    ) -> PyResult<Bound<'py, PyAny>> {
-        let opening = Opening::new(
-            source,
-            with.at,
-            None,
-            None,
-            max_buffer_size,
-            max_batch_size,
-            threads,
-        )?;
-        let reader = PyIpcFileReader::open(py, opening, None, with.pool)?;
-        let table = reader.read_all(py);
-        Lifecycle::close(&reader, py)?;
-        table
-    }
-}
+    read_file,
+    PyIpcFileReader,
+    None
+);
 
 /// Refuses, at open, a schema that cannot cross the Arrow C data interface to pyarrow (a NUL
 /// byte in a nested field's name, for one: top-level names cross under placeholders and are

@@ -490,12 +490,7 @@ macro_rules! ipc_writer_class {
     ($(#[doc = $doc:literal])* $class:ident, $name:literal, $format:expr $(, $metadata:ident)?) => {
         $(#[doc = $doc])*
         ///
-        /// A path sink is written under a hidden temporary name beside it and renamed into
-        /// place when the output is complete, so a failed write leaves nothing under its name
-        /// and a crash of the process leaves the old file or the new one whole. With
-        /// `fsync=True` the file and its directory are synced as well: once the output is
-        /// complete it survives a power loss (without, as in pyarrow and polars, a power loss
-        /// soon after may leave an empty or partial file).
+        #[doc = doc_path_sink!()]
         ///
         /// - `sink`: a path (str or `os.PathLike`), an object store URL, or a binary file
         ///   object.
@@ -640,12 +635,7 @@ macro_rules! ipc_write_function {
             signature = (data, sink=None, *, compression="zstd", level=None, threads=None, dictionary_deltas=false $(, $metadata=None)?);
             $(#[doc = $doc])*
             ///
-            /// A path sink is written under a hidden temporary name beside it and renamed into
-            /// place when the output is complete, so a failed write leaves nothing under its
-            /// name and a crash of the process leaves the old file or the new one whole. With
-            /// `fsync=True` the file and its directory are synced as well: once the output is
-            /// complete it survives a power loss (without, as in pyarrow and polars, a power
-            /// loss soon after may leave an empty or partial file).
+            #[doc = doc_path_sink!()]
             ///
             /// - `sink`: None (return bytes), a path (str or `os.PathLike`), an object store
             ///   URL, or a binary file object.
