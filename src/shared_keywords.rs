@@ -11,14 +11,15 @@
 //! - `decoding(with, 'py)`: a reader that decompresses also takes `pool`, bundled with them
 //!   as a [`Decoding`] named `with`;
 //! - `sink(with, 'py)`: a writer takes `fsync`, `pool`, and `filesystem` and
-//!   `storage_options` for its sink, bundled as a [`Writing`] named `with`.
+//!   `storage_options` for its sink, bundled as a [`Writing`] named `with`
+//!   (`sink(with, 'py, "base_dir")` where the sink's argument has another name).
 //!
 //! A keyword every reader (or writer) shares is added here: to the signature and parameters
 //! of `@located` (or of its tier), to the bundle, and to the description its tier appends to
-//! the docstring (`doc_location!`, `doc_pool!`, `doc_fsync!`). The stub's runs of these keywords are written from
-//! `scripts/stub_keywords.py`'s table, which a test checks against the runtime. The Parquet
-//! writers, which take pyarrow's keywords in `**kwargs`, list theirs in
-//! `parquet::options::KEYWORDS`.
+//! the docstring (`doc_location!`, `doc_pool!`, `doc_fsync!`); for writers, to
+//! [`SinkKeywords`] too, which the Parquet writers read from the `**kwargs` they take
+//! pyarrow's keywords in. The stub's runs of these keywords are written from
+//! `scripts/stub_keywords.py`'s table, which a test checks against the runtime.
 //!
 //! [`PathOptions`]: crate::store::PathOptions
 
@@ -61,8 +62,8 @@ pub struct Decoding<'a, 'py> {
     pub at: PathOptions<'a, 'py>,
 }
 
-/// Emits a reader or writer with the shared keywords appended (see the module's comment), and a
-/// function's docstring with their descriptions:
+/// Emits a reader or writer with the shared keywords appended (see the module's comment),
+/// and a function's docstring with their descriptions:
 ///
 /// ```ignore
 /// shared_keywords! {
