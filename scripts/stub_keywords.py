@@ -49,8 +49,8 @@ def runtime_tail(obj: Any) -> list[str]:
 
 
 def definitions(tree: ast.Module, module: Any) -> list[tuple[ast.FunctionDef, Any]]:
-    """The stub's module-level functions and class constructors, each with its runtime
-    object."""
+    """The stub's module-level functions and class constructors (``__new__``, ``__init__``),
+    each with its runtime object."""
     found = []
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and hasattr(module, node.name):
@@ -58,7 +58,7 @@ def definitions(tree: ast.Module, module: Any) -> list[tuple[ast.FunctionDef, An
         elif isinstance(node, ast.ClassDef) and hasattr(module, node.name):
             cls = getattr(module, node.name)
             for item in node.body:
-                if isinstance(item, ast.FunctionDef) and item.name == "__new__":
+                if isinstance(item, ast.FunctionDef) and item.name in ("__new__", "__init__"):
                     found.append((item, cls))
     return found
 
@@ -96,17 +96,32 @@ def rewritten(node: ast.FunctionDef, tail: list[str]) -> ast.arguments | None:
     )
 
 
-def header_span(lines: list[str], node: ast.FunctionDef) -> tuple[int, int]:
-    """Offsets (in the joined text) of ``def ...(...) -> ...:``, up to and including its
-    colon."""
+def header_span(text: str, lines: list[str], node: ast.FunctionDef) -> tuple[int, int]:
+    """Offsets (in ``text``) of ``def ...(...) -> ...:``, up to and including its colon. A
+    header with a comment inside is refused: rewriting it would drop the comment."""
     offsets = [0]
     for line in lines:
         offsets.append(offsets[-1] + len(line))
-    start = offsets[node.lineno - 1] + node.col_offset
-    body = node.body[0]
-    end = offsets[body.lineno - 1] + body.col_offset
-    text = "".join(lines)
-    colon = text.rindex(":", start, end)
+
+    def at(lineno: int, col: int) -> int:
+        # ast's columns count UTF-8 bytes; the offsets count characters.
+        line = lines[lineno - 1]
+        return offsets[lineno - 1] + len(line.encode()[:col].decode())
+
+    start = at(node.lineno, node.col_offset)
+    returns = node.returns
+    if returns is None:
+        # No annotation to end at: the colon after the last closing parenthesis.
+        end = at(node.body[0].lineno, node.body[0].col_offset)
+        colon = text.index(":", text.rindex(")", start, end), end)
+    else:
+        assert returns.end_lineno is not None and returns.end_col_offset is not None
+        colon = text.index(":", at(returns.end_lineno, returns.end_col_offset))
+    if "#" in text[start:colon]:
+        raise ValueError(
+            f"{STUB.name}:{node.lineno} {node.name}: a comment inside the signature; "
+            "move it out, then run this again"
+        )
     return start, colon + 1
 
 
@@ -119,11 +134,18 @@ def update(text: str, module: Any) -> tuple[str, list[str]]:
         tail = runtime_tail(obj)
         if not tail:
             continue
+        positional = {a.arg for a in node.args.posonlyargs + node.args.args}
+        if positional & set(tail):
+            raise ValueError(
+                f"{STUB.name}:{node.lineno} {node.name}: the stub takes "
+                f"{sorted(positional & set(tail))} positionally, where the runtime takes them "
+                "by keyword only"
+            )
         params = rewritten(node, tail)
         if params is None:
             continue
         returns = f" -> {ast.unparse(node.returns)}" if node.returns else ""
-        start, end = header_span(lines, node)
+        start, end = header_span(text, lines, node)
         edits.append((start, end, f"def {node.name}({ast.unparse(params)}){returns}:", node))
     changed = []
     for start, end, header, node in sorted(edits, key=lambda e: e[0], reverse=True):

@@ -9,7 +9,7 @@
 //! conversion runs, and only its error is replaced.
 
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyFloat, PyInt, PySequence, PyString};
+use pyo3::types::{PyBool, PySequence, PyString};
 
 use crate::buffer::type_name;
 use crate::errors::{is_overflow, parameter, wrong_type};
@@ -157,15 +157,11 @@ impl Named<'_> for bool {
     }
 }
 
-/// A float, or an int (as Python takes one where a float is asked for).
+/// Anything Python takes as a float (`__float__` or `__index__`: an int, numpy's floats).
 impl Named<'_> for f64 {
     fn convert(obj: &Bound<'_, PyAny>, name: &str, nullable: bool) -> PyResult<Self> {
-        if obj.is_instance_of::<PyFloat>() || obj.is_instance_of::<PyInt>() {
-            if let Ok(f) = obj.extract() {
-                return Ok(f);
-            }
-        }
-        Err(not_a(obj, name, "a float", nullable))
+        obj.extract()
+            .map_err(|_| not_a(obj, name, "a float", nullable))
     }
 }
 

@@ -1,6 +1,8 @@
 //! The descriptions of keywords that many functions and classes share, written once: each
 //! macro expands to a Markdown list (one item per keyword) for a `#[doc = ...]` attribute, so
-//! that the API reference says the same of `pool` or `storage_options` wherever it appears.
+//! that the API reference says the same of `pool` wherever it appears. Those of the keywords
+//! every reader and writer takes (`filesystem`, `storage_options`, `fsync`) are in
+//! `shared_keywords.rs`, beside the macro that appends them.
 
 /// `pool`, as every function that borrows contexts takes it.
 macro_rules! doc_pool {

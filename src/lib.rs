@@ -1,6 +1,7 @@
 //! The Python extension `zstdpool._zstdpool`: a thin layer over `zstdpool-core`, one file per
 //! family of Python objects. Every exception it raises is built in `errors`; every argument is
-//! converted in `args` and its value checked in `params`, so the core takes typed values only.
+//! converted in `args` and its value checked or its name parsed in `params`: the core's
+//! functions take typed values.
 
 mod args;
 #[macro_use]

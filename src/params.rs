@@ -2,7 +2,8 @@
 //! rather than by a conversion, so that a negative size or an absurd level fails as a
 //! `ParameterError` naming the argument, whatever function it was passed to; and options
 //! named by strings ("zstd", "2.6", "delete_matching") become the core's typed values here,
-//! so that the core never sees a keyword's name or spelling.
+//! so that the core parses no option's spelling. (Checks the core makes of typed values
+//! against a schema, such as an encoding a column's type cannot hold, name the option there.)
 
 use std::time::Duration;
 

@@ -281,6 +281,10 @@ def test_a_bad_argument_is_named_in_the_message(call, cls, message) -> None:
             "invalid window_log 5: it must be from 10 to 30",
         ),
         (
+            lambda: zstdpool.compress(b"x", window_log=31),
+            "invalid window_log 31: it must be from 10 to 30",
+        ),
+        (
             lambda: zp.write_table(TABLE, pa.BufferOutputStream(), row_group_size=0),
             "row_group_size must be at least 1, not 0",
         ),
@@ -292,6 +296,23 @@ def test_an_option_out_of_its_choices_has_one_wording(call, message) -> None:
     with pytest.raises(errors.ParameterError) as raised:
         call()
     assert str(raised.value) == message
+
+
+def test_the_parquet_writers_keywords_take_numpy_numbers_as_named_arguments_do() -> None:
+    # numpy's integers are ints by __index__ and its floats floats by __float__, as a
+    # named argument (`level=`) converts them: the keywords in **kwargs take them too.
+    import numpy as np
+
+    written = pa.BufferOutputStream()
+    zp.write_table(
+        TABLE,
+        written,
+        compression_level=np.int64(5),
+        bloom_filter_options={"a": {"ndv": np.int32(100), "fpp": np.float32(0.05)}},
+    )
+    assert zp.read_table(written.getvalue()).equals(TABLE)
+    with pytest.raises(TypeError, match="compression_level must be an int, a dict"):
+        zp.write_table(TABLE, pa.BufferOutputStream(), compression_level=np.float64(5))
 
 
 def test_write_dataset_names_its_text_arguments(tmp_path) -> None:

@@ -401,3 +401,36 @@ def test_the_stub_keyword_writer_adds_a_missing_keyword_and_mends_a_type() -> No
     assert ast.get_docstring(read) == "Reads."
     assert [a.arg for a in read.args.kwonlyargs] == ["pool", "filesystem", "storage_options"]
     assert keywords.update(text, zstdpool._zstdpool)[1] == []
+
+
+def test_the_stub_keyword_writer_keeps_what_it_does_not_rewrite_and_refuses_what_it_cannot() -> (
+    None
+):
+    keywords: Any = _stub_keywords()
+    # A comment after the header, text that is not ASCII before the body on the header's line,
+    # and an __init__: rewritten, with the rest kept as it was.
+    stub = textwrap.dedent(
+        """\
+        def read_stream(source: Literal["é"]) -> pa.Table:  # the reader
+            \"\"\"Reads.\"\"\"
+        class DatasetScanner:
+            def __init__(self, source: str, *, format: str = "é") -> None: ...
+        """
+    )
+    text, changed = keywords.update(stub, zstdpool._zstdpool)
+    assert [c.split()[-1] for c in changed] == ["read_stream", "__init__"]
+    tree = ast.parse(text)
+    read = tree.body[0]
+    assert isinstance(read, ast.FunctionDef)
+    assert ast.unparse(read.args.args[0].annotation or read) == "Literal['é']"
+    assert [a.arg for a in read.args.kwonlyargs] == ["pool", "filesystem", "storage_options"]
+    assert "# the reader" in text
+    assert keywords.update(text, zstdpool._zstdpool)[1] == []
+    # A comment inside a signature it would rewrite, and a shared keyword the stub takes
+    # positionally: refused, naming the definition, rather than written wrong.
+    commented = "def read_stream(\n    source: object,  # bytes too\n) -> pa.Table: ...\n"
+    with pytest.raises(ValueError, match="read_stream: a comment inside the signature"):
+        keywords.update(commented, zstdpool._zstdpool)
+    positional = "def read_stream(source: object, pool: object) -> pa.Table: ...\n"
+    with pytest.raises(ValueError, match=r"read_stream: the stub takes \['pool'\] positionally"):
+        keywords.update(positional, zstdpool._zstdpool)

@@ -177,7 +177,7 @@ def _filesystem_path(filesystem: Any, target: Any, argument: str) -> FileSystemP
     def one(t: Any) -> str:
         if not isinstance(t, (str, os.PathLike)):
             raise TypeError(
-                f"{argument} must be a path of the filesystem (str), not '{type(t).__name__}'"
+                f"{argument} must be a path of the filesystem (str), not {type(t).__name__}"
             )
         p = os.fspath(t)
         if not isinstance(p, str):
@@ -215,11 +215,16 @@ def _from_uri(uri: str, storage_options: dict[str, Any] | None, argument: str) -
     return fs, path
 
 
+def _refuse_uri_with_filesystem(target: Any, argument: str) -> None:
+    """A URI names its own filesystem: with ``filesystem=`` as well, one of them is wrong."""
+    if is_store_url(target) or (isinstance(target, str) and "://" in target[:16]):
+        raise ValueError(f"{argument} is a URI ({target!r}) and a filesystem was given too")
+
+
 def _one(target: Any, filesystem: Any, storage_options: Any, argument: str) -> Any:
     if filesystem is not None:
         base = local_base(filesystem)
-        if is_store_url(target) or (isinstance(target, str) and "://" in target[:16]):
-            raise ValueError(f"{argument} is a URI ({target!r}) and a filesystem was given too")
+        _refuse_uri_with_filesystem(target, argument)
         if base is None:
             if storage_options:
                 raise ValueError(
@@ -248,10 +253,13 @@ def resolve(
     ``storage_options`` that go with it (checked on the Rust side: they apply to store URLs
     only, and a URI resolved by fsspec used them already)."""
     if storage_options is not None and not isinstance(storage_options, dict):
-        raise TypeError(f"storage_options must be a dict, not '{type(storage_options).__name__}'")
+        raise TypeError(f"storage_options must be a dict, not {type(storage_options).__name__}")
     if isinstance(filesystem, str):
         filesystem = filesystem_of_uri(filesystem)
     if isinstance(target, (list, tuple)):
+        if filesystem is not None:
+            for t in target:
+                _refuse_uri_with_filesystem(t, argument)
         if filesystem is not None and local_base(filesystem) is None:
             return _one(list(target), filesystem, storage_options, argument), None
         items = [_one(t, filesystem, storage_options, argument) for t in target]

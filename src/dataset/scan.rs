@@ -44,11 +44,8 @@ fn array_of(obj: &Bound<'_, PyAny>) -> PyResult<ArrayRef> {
 fn predicate(obj: &Bound<'_, PyAny>) -> PyResult<Predicate> {
     let t = obj.cast::<PyTuple>().map_err(|_| {
         errors::wrong_type(format!(
-            "filter: expected a tuple of the filter's form, not '{}'",
-            obj.get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_default()
+            "filter: expected a tuple of the filter's form, not {}",
+            crate::buffer::type_name(obj)
         ))
     })?;
     let kind: String = t.get_item(0)?.extract()?;
@@ -108,8 +105,9 @@ fn store_sources<'py>(
     ignore_prefixes: &[String],
 ) -> PyResult<std::result::Result<Sources, Bound<'py, PyAny>>> {
     if let Ok(list) = source.cast::<PyList>() {
+        // A list of URLs is the store's keys; with `filesystem=` too, `locate` refuses it.
         let first = match list.get_item(0) {
-            Ok(first) if store::is_store_url(&first) => first,
+            Ok(first) if store::is_store_url(&first) && at.filesystem.is_none() => first,
             _ => {
                 return match store::locate("source", source, at)? {
                     Located::Keys(store, keys) => Ok(Ok(Sources::StoreKeys { store, keys })),
@@ -156,6 +154,9 @@ fn store_sources<'py>(
 
 /// The files of a dataset, found at open: their partitions typed and the schema read from
 /// the first file (or given). Reads take no lock; several threads may read at once.
+///
+#[doc = doc_pool!()]
+#[doc = doc_location!("source")]
 #[pyclass(frozen, name = "DatasetScanner", module = "zstdpool.dataset")]
 pub struct PyDatasetScanner {
     dataset: Arc<Dataset>,
@@ -233,11 +234,11 @@ shared_keywords! {
                     Some(file) => Sources::Files(vec![file]),
                     None => {
                         let list = source.cast::<PyList>().map_err(|_| {
-                            errors::wrong_type(format!(
-                            "source must be a directory, a file path, or a list of file paths, not \
-                             '{}'",
-                            source.get_type().name().map(|n| n.to_string()).unwrap_or_default()
-                        ))
+                            args::not_one_of(
+                                &source,
+                                "source",
+                                "a directory, a file path, or a list of file paths",
+                            )
                         })?;
                         let mut paths: Vec<PathBuf> = Vec::with_capacity(list.len());
                         for item in list.iter() {

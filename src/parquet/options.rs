@@ -228,7 +228,8 @@ impl Levels {
                 .collect::<PyResult<_>>()
                 .map(Levels::PerColumn);
         }
-        if !level.is_instance_of::<PyInt>() {
+        // An int or anything that is one (numpy's integers: `__index__`), as `level=` takes.
+        if !level.is_instance_of::<PyInt>() && !level.hasattr("__index__")? {
             return Err(args::not_one_of(
                 level,
                 "compression_level",
@@ -252,7 +253,7 @@ impl Levels {
 fn column_name(key: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
     key.extract::<String>().map_err(|_| {
         errors::wrong_type(format!(
-            "{what} names columns with str, not '{}'",
+            "{what} names columns with str, not {}",
             type_name(key)
         ))
     })
@@ -476,7 +477,7 @@ fn content_defined_chunking(v: &Bound<'_, PyAny>) -> PyResult<Option<CdcOptions>
     for (key, value) in dict.iter() {
         let key: String = key.extract().map_err(|_| {
             errors::parameter(format!(
-                "{NAME}: its options are named by str, not '{}'",
+                "{NAME}: its options are named by str, not {}",
                 type_name(&key)
             ))
         })?;

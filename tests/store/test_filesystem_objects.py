@@ -174,6 +174,12 @@ def test_the_dataset_scanner_takes_the_readers_filesystem_keyword(mem: Any, tmp_
     assert by_id(scanner.read()).equals(by_id(t))
     with pytest.raises(zstdpool.ParameterError, match="storage_options"):
         DatasetScanner(str(tmp_path / "local"), storage_options={"region": "x"})
+    # A list of object store URLs is the store's keys: with a filesystem too, refused as a
+    # single URL with one is.
+    with pytest.raises(ValueError, match="filesystem"):
+        DatasetScanner(["s3://bucket/a.parquet"], filesystem=fs)
+    with pytest.raises(ValueError, match="filesystem"):
+        DatasetScanner("s3://bucket/a.parquet", filesystem=fs)
 
 
 def test_existing_data_behaviors_on_a_filesystem_object(mem: Any) -> None:

@@ -112,8 +112,6 @@ pub enum PageVersion {
     V2,
 }
 
-impl PageVersion {}
-
 /// pyarrow's `version`: which logical types a file may use, and the format version its
 /// footer records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
@@ -126,8 +124,6 @@ pub enum FormatVersion {
     #[default]
     V2_6,
 }
-
-impl FormatVersion {}
 
 /// Whether `encoding` can hold values of `physical` (the parquet crate fails late, or not at
 /// all, on a pairing the format does not define).
