@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyTuple};
 
 use crate::buffer::{type_name, ByteView};
+use crate::bytes_output::MemoryOutput;
 use crate::dict::{PyZstdDict, DIGESTED, PREFIX, UNDIGESTED};
 use crate::errors;
 use crate::errors::OrRaise as _;
@@ -17,8 +18,10 @@ use crate::pool::{pool_or_default, PyContextPool};
 use zstdpool_core::context::{
     compression_bounds, decompression_bounds, frame_header, frame_size, max_level, min_level,
     CompressParams, Compressor, DecompressParams, Decompressor, Flush, DEFAULT_LEVEL, PARAMETERS,
+    STREAM_STEP,
 };
 use zstdpool_core::dict::ZstdDict;
+use zstdpool_core::output::Output;
 use zstdpool_core::pool::{ContextPool, Lease};
 
 /// The modes of `compress` and `flush` (`compression.zstd`'s numbers).
@@ -549,7 +552,10 @@ impl PyZstdDecompressor {
     ) -> PyResult<Bound<'py, PyBytes>> {
         let view = ByteView::new(data, "data")?;
         let limit = usize::try_from(max_length).ok();
-        let out = py.detach(|| -> PyResult<Vec<u8>> {
+        // Decompressed into the bytes object returned, not into a Vec copied into one (a copy
+        // of every byte read through ZstdFile). It grows as zstd fills it.
+        let mut out = MemoryOutput::with_capacity(py, limit.unwrap_or(0).min(STREAM_STEP))?;
+        py.detach(|| -> PyResult<()> {
             let mut state = lock(&self.state);
             if state.eof {
                 return Err(errors::eof("Already at the end of a Zstandard frame."));
@@ -571,7 +577,6 @@ impl PyZstdDecompressor {
                 held.extend_from_slice(fresh);
             }
             let src: &[u8] = if held.is_empty() { fresh } else { &held[at..] };
-            let mut out = Vec::new();
             let mut pos = 0;
             let ended = {
                 if state.lease.is_none() {
@@ -598,7 +603,7 @@ impl PyZstdDecompressor {
                 state.needs_input = false;
                 state.lease = None;
             } else if pos == src.len() {
-                state.needs_input = limit.is_none_or(|l| out.len() < l);
+                state.needs_input = limit.is_none_or(|l| Output::len(&out) < l);
             } else {
                 state.needs_input = false;
                 if held.is_empty() {
@@ -608,9 +613,9 @@ impl PyZstdDecompressor {
                     state.pending = held;
                 }
             }
-            Ok(out)
+            Ok(())
         })?;
-        Ok(PyBytes::new(py, &out))
+        out.finish(py)
     }
 
     /// Whether the frame's end was reached.

@@ -95,6 +95,24 @@ def test_max_length_bounds_each_call() -> None:
     assert zstd.ZstdDecompressor().decompress(frame, 0) == b""
 
 
+@pytest.mark.parametrize("limit", [-1, 131_584, 131_585, 300_000, 5 << 20])
+def test_output_past_the_first_room_grows_in_place_and_is_exact(limit: int) -> None:
+    # The bytes returned are decompressed into where they end up, grown as zstd fills them:
+    # outputs across several growths, and bounds just around the first room (128 KiB + 512).
+    data = b"".join(i.to_bytes(4, "little") * (1 + i % 7) for i in range(400_000))
+    frame = zstd.compress(data, 3)
+    d = zstd.ZstdDecompressor()
+    got = [d.decompress(frame, limit)]
+    while not d.eof:
+        got.append(d.decompress(b"", limit))
+    sizes = [len(g) for g in got]
+    if limit > 0:
+        assert all(n <= limit for n in sizes) and all(n == limit for n in sizes[:-1])
+    else:
+        assert len(got) == 1
+    assert b"".join(got) == data and type(got[0]) is bytes
+
+
 def test_hostile_frames_raise_zstd_errors() -> None:
     frame = zstd.compress(DATA)
     with pytest.raises(zstd.ZstdError):

@@ -8,11 +8,11 @@ use zstd_sys::ZSTD_EndDirective;
 
 use super::{zstd_err, Compressor, Decompressor, RawOut};
 use crate::error::{Error, Result};
-use crate::output::OutputTail;
+use crate::output::{Output, OutputTail};
 
 /// How much room a streaming call gives zstd at a time: zstd's own recommended output size
 /// (`ZSTD_CStreamOutSize`, a block and its header).
-const STEP: usize = (128 << 10) + 512;
+pub const STEP: usize = (128 << 10) + 512;
 
 /// The most a streaming compression call reserves before zstd writes (its input's bound,
 /// up to this).
@@ -101,13 +101,14 @@ impl Compressor {
 
 impl Decompressor {
     /// Decompresses from `src[*pos..]`, advancing `*pos` past what zstd took, and appends to
-    /// `out` until it holds `limit` bytes (None: no bound), the input runs out, or the frame
-    /// ends. Returns whether the frame ended. A failed call abandons the frame.
-    pub fn decompress_stream(
+    /// `out` (a Vec, or the bindings' bytes object, written where it is returned) until it
+    /// holds `limit` bytes (None: no bound), the input runs out, or the frame ends. Returns
+    /// whether the frame ended. A failed call abandons the frame.
+    pub fn decompress_stream<O: Output + ?Sized>(
         &mut self,
         src: &[u8],
         pos: &mut usize,
-        out: &mut Vec<u8>,
+        out: &mut O,
         limit: Option<usize>,
     ) -> Result<bool> {
         let mut step = STEP;
@@ -122,7 +123,8 @@ impl Decompressor {
             first = false;
             let want = room.min(step);
             if out.capacity() - out.len() < want {
-                out.try_reserve(want).map_err(|_| {
+                // The room doubles with each step, so that exact growth stays amortized.
+                out.try_reserve_exact(want).map_err(|_| {
                     Error::Memory(format!("{want} more bytes of decompressed output"))
                 })?;
             }
