@@ -553,8 +553,11 @@ impl PyZstdDecompressor {
         let view = ByteView::new(data, "data")?;
         let limit = usize::try_from(max_length).ok();
         // Decompressed into the bytes object returned, not into a Vec copied into one (a copy
-        // of every byte read through ZstdFile). It grows as zstd fills it.
-        let mut out = MemoryOutput::with_capacity(py, limit.unwrap_or(0).min(STREAM_STEP))?;
+        // of every byte read through ZstdFile). It starts with the room zstd is first given,
+        // allocated here with the GIL, and only a larger output grows it (taking the GIL back
+        // for that moment); the end shrinks it to what was written.
+        let first_room = limit.map_or(STREAM_STEP, |l| l.min(STREAM_STEP));
+        let mut out = MemoryOutput::with_capacity(py, first_room)?;
         py.detach(|| -> PyResult<()> {
             let mut state = lock(&self.state);
             if state.eof {
