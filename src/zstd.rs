@@ -555,7 +555,8 @@ impl PyZstdDecompressor {
         // Decompressed into the bytes object returned, not into a Vec copied into one (a copy
         // of every byte read through ZstdFile). It starts with the room zstd is first given,
         // allocated here with the GIL, and only a larger output grows it (taking the GIL back
-        // for that moment); the end shrinks it to what was written.
+        // for that moment); the end shrinks it to what was written
+        // (benchmarks/RESULTS.md#decompressor-output).
         let first_room = limit.map_or(STREAM_STEP, |l| l.min(STREAM_STEP));
         let mut out = MemoryOutput::with_capacity(py, first_room)?;
         py.detach(|| -> PyResult<()> {
