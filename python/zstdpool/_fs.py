@@ -257,10 +257,11 @@ def resolve(
     if isinstance(filesystem, str):
         filesystem = filesystem_of_uri(filesystem)
     if isinstance(target, (list, tuple)):
-        if filesystem is not None:
+        if filesystem is not None and local_base(filesystem) is None:
+            # One path object for the list, so each item is checked here (`_one` checks the
+            # items of a local filesystem's list one by one below).
             for t in target:
                 _refuse_uri_with_filesystem(t, argument)
-        if filesystem is not None and local_base(filesystem) is None:
             return _one(list(target), filesystem, storage_options, argument), None
         items = [_one(t, filesystem, storage_options, argument) for t in target]
         remote = [i for i in items if isinstance(i, FileSystemPath)]
