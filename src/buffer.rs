@@ -95,6 +95,14 @@ impl ByteView {
         }
     }
 
+    /// Whether the two views share a byte (a buffer given as both a source and a destination,
+    /// or two slices of one): zstd must never read what it is writing.
+    pub fn overlaps(&self, other: &ByteView) -> bool {
+        let ((a, a_len), (b, b_len)) = (self.raw(), other.raw());
+        let (a, b) = (a as usize, b as usize);
+        a_len > 0 && b_len > 0 && a < b + b_len && b < a + a_len
+    }
+
     /// The bytes, for writing. Only for views made by `new_writable`.
     #[allow(clippy::mut_from_ref)]
     pub fn as_mut_slice(&mut self) -> &mut [u8] {

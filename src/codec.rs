@@ -4,7 +4,7 @@
 use crate::args;
 use pyo3::prelude::*;
 
-use crate::errors::OrRaise as _;
+use crate::errors::{self, OrRaise as _};
 use pyo3::types::{PyBytes, PyList};
 
 use crate::buffer::{new_bytes_filled, ByteView};
@@ -82,9 +82,15 @@ fn decompress_one<'py>(
 fn decompress_into_one(
     py: Python<'_>,
     d: &mut Decompressor,
-    src: &[u8],
+    data: &ByteView,
     out: &mut ByteView,
 ) -> PyResult<usize> {
+    if data.overlaps(out) {
+        return Err(errors::parameter(
+            "data and out overlap: decompress into another buffer",
+        ));
+    }
+    let src = data.as_slice();
     let dst = out.as_mut_slice();
     py.detach(|| d.decompress_into(src, dst)).or_raise()
 }
@@ -169,7 +175,7 @@ pub fn decompress_into<'py>(
         .decompressor(DecompressParams::default())
         .or_raise()?;
     lease.use_dict(dict.as_deref()).or_raise()?;
-    decompress_into_one(py, &mut lease, view.as_slice(), &mut dst)
+    decompress_into_one(py, &mut lease, &view, &mut dst)
 }
 
 /// Borrows a compression context from the pool for a series of calls (with `zstd_dict`, all
@@ -359,7 +365,7 @@ impl PyDecompressor {
         let view = ByteView::new(data, "data")?;
         let mut dst = ByteView::new_writable(out, "out")?;
         let mut lease = self.lease.take()?;
-        decompress_into_one(py, &mut lease, view.as_slice(), &mut dst)
+        decompress_into_one(py, &mut lease, &view, &mut dst)
     }
 
     /// The most one `decompress` call returns, in bytes, unless the call sets its own limit.

@@ -344,3 +344,29 @@ def test_decompression_bomb_is_bounded():
     assert len(frame) < 16 << 10
     with pytest.raises(OutputLimitError, match=str(1 << 20)):
         zstdpool.decompress(frame, max_output_size=1 << 20)
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        pytest.param(lambda n: (slice(0, n), slice(0, None)), id="same start"),
+        pytest.param(lambda n: (slice(0, n), slice(n - 1, None)), id="last byte shared"),
+        pytest.param(lambda n: (slice(100, 100 + n), slice(0, 101)), id="out ends inside data"),
+    ],
+)
+def test_decompress_into_refuses_an_output_that_overlaps_its_input(where):
+    data = make_data("text", 20_000, 3)
+    frame = zstdpool.compress(data)
+    buf = bytearray(len(frame) + 100 + len(data))
+    buf[: len(frame)] = frame
+    buf[100 : 100 + len(frame)] = frame
+    src, dst = where(len(frame))
+    view = memoryview(buf)
+    with pytest.raises(zstdpool.ParameterError, match="data and out overlap"):
+        zstdpool.decompress_into(view[src], view[dst])
+    with zstdpool.decompressor() as d, pytest.raises(zstdpool.ParameterError, match="overlap"):
+        d.decompress_into(view[src], view[dst])
+    # Side by side in one buffer is fine.
+    buf[: len(frame)] = frame
+    assert zstdpool.decompress_into(view[: len(frame)], view[len(frame) :]) == len(data)
+    assert buf[len(frame) : len(frame) + len(data)] == data
