@@ -21,7 +21,7 @@ use zstdpool_core::context::{
     STREAM_STEP,
 };
 use zstdpool_core::dict::ZstdDict;
-use zstdpool_core::output::Output;
+use zstdpool_core::output::{Output, SliceOutput};
 use zstdpool_core::pool::{ContextPool, Lease};
 
 /// The modes of `compress` and `flush` (`compression.zstd`'s numbers).
@@ -559,13 +559,79 @@ impl PyZstdDecompressor {
         // (benchmarks/RESULTS.md#decompressor-output).
         let first_room = limit.map_or(STREAM_STEP, |l| l.min(STREAM_STEP));
         let mut out = MemoryOutput::with_capacity(py, first_room)?;
+        self.decompress_to(py, view.as_slice(), &mut out, limit)?;
+        out.finish(py)
+    }
+
+    /// Decompresses `data` (after what an earlier call left) into `out`, a writable buffer,
+    /// as `decompress(data, len(out))` would, and returns how many bytes it wrote there.
+    /// `ZstdFile.readinto` reads through it, so that a file read into a caller's buffer is
+    /// decompressed there rather than into a bytes object copied into it
+    /// (benchmarks/RESULTS.md#decompressor-output).
+    #[pyo3(signature = (data, out))]
+    fn _decompress_into(
+        &self,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+    ) -> PyResult<usize> {
+        let view = ByteView::new(data, "data")?;
+        let mut dst = ByteView::new_writable(out, "out")?;
+        if view.overlaps(&dst) {
+            return Err(errors::parameter(
+                "data and out overlap: decompress into another buffer",
+            ));
+        }
+        let room = dst.len();
+        let mut out = SliceOutput::new(dst.as_mut_slice());
+        self.decompress_to(py, view.as_slice(), &mut out, Some(room))?;
+        Ok(Output::len(&out))
+    }
+    /// Whether the frame's end was reached.
+    #[getter]
+    fn eof(&self, py: Python<'_>) -> bool {
+        py.detach(|| lock(&self.state).eof)
+    }
+
+    /// False when a call stopped at `max_length` with output left to give: the next call may
+    /// pass no new data.
+    #[getter]
+    fn needs_input(&self, py: Python<'_>) -> bool {
+        py.detach(|| lock(&self.state).needs_input)
+    }
+
+    /// The data that followed the frame's end (empty before it).
+    #[getter]
+    fn unused_data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let unused = py.detach(|| lock(&self.state).unused.clone());
+        PyBytes::new(py, &unused)
+    }
+
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(errors::cannot_pickle(
+            "ZstdDecompressor",
+            "it may hold a frame in progress in a context of this process's pool",
+        ))
+    }
+}
+
+impl PyZstdDecompressor {
+    /// One call of the frame's decompression: `fresh` after what an earlier call left, into
+    /// `out` until it holds `limit` bytes, without the GIL. Keeps the input left over, the
+    /// frame's end and what followed it for the next call and the getters.
+    fn decompress_to<O: Output + Send>(
+        &self,
+        py: Python<'_>,
+        fresh: &[u8],
+        out: &mut O,
+        limit: Option<usize>,
+    ) -> PyResult<()> {
         py.detach(|| -> PyResult<()> {
             let mut state = lock(&self.state);
             if state.eof {
                 return Err(errors::eof("Already at the end of a Zstandard frame."));
             }
             let state = &mut *state;
-            let fresh = view.as_slice();
             // Input left over from the last call comes first.
             let mut held = std::mem::take(&mut state.pending);
             let mut at = std::mem::take(&mut state.pending_at);
@@ -592,7 +658,7 @@ impl PyZstdDecompressor {
                     state.lease = Some(lease);
                 }
                 let lease = state.lease.as_mut().expect("taken above");
-                match lease.decompress_stream(src, &mut pos, &mut out, limit) {
+                match lease.decompress_stream(src, &mut pos, out, limit) {
                     Ok(ended) => ended,
                     Err(e) => {
                         state.lease = None;
@@ -607,7 +673,7 @@ impl PyZstdDecompressor {
                 state.needs_input = false;
                 state.lease = None;
             } else if pos == src.len() {
-                state.needs_input = limit.is_none_or(|l| Output::len(&out) < l);
+                state.needs_input = limit.is_none_or(|l| Output::len(out) < l);
             } else {
                 state.needs_input = false;
                 if held.is_empty() {
@@ -618,35 +684,7 @@ impl PyZstdDecompressor {
                 }
             }
             Ok(())
-        })?;
-        out.finish(py)
-    }
-
-    /// Whether the frame's end was reached.
-    #[getter]
-    fn eof(&self, py: Python<'_>) -> bool {
-        py.detach(|| lock(&self.state).eof)
-    }
-
-    /// False when a call stopped at `max_length` with output left to give: the next call may
-    /// pass no new data.
-    #[getter]
-    fn needs_input(&self, py: Python<'_>) -> bool {
-        py.detach(|| lock(&self.state).needs_input)
-    }
-
-    /// The data that followed the frame's end (empty before it).
-    #[getter]
-    fn unused_data<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        let unused = py.detach(|| lock(&self.state).unused.clone());
-        PyBytes::new(py, &unused)
-    }
-
-    fn __reduce__(&self) -> PyResult<()> {
-        Err(errors::cannot_pickle(
-            "ZstdDecompressor",
-            "it may hold a frame in progress in a context of this process's pool",
-        ))
+        })
     }
 }
 

@@ -120,6 +120,48 @@ impl Output for Vec<u8> {
     }
 }
 
+/// A caller's buffer as an [`Output`] of fixed capacity, written from its start and never
+/// grown: decompression straight into the buffer a file reader was given, rather than into a
+/// new object copied there.
+pub struct SliceOutput<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+}
+
+impl<'a> SliceOutput<'a> {
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        SliceOutput { buf, len: 0 }
+    }
+}
+
+impl Output for SliceOutput<'_> {
+    fn len(&self) -> usize {
+        self.len
+    }
+    fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+    fn try_reserve_exact(&mut self, additional: usize) -> Result<()> {
+        let room = self.buf.len() - self.len;
+        if additional <= room {
+            return Ok(());
+        }
+        Err(Error::Limit(format!(
+            "the output buffer has room for {room} more bytes, not {additional}"
+        )))
+    }
+    fn as_ptr(&self) -> *const u8 {
+        self.buf.as_ptr()
+    }
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.buf.as_mut_ptr()
+    }
+    unsafe fn set_len(&mut self, len: usize) {
+        debug_assert!(len <= self.buf.len());
+        self.len = len;
+    }
+}
+
 /// An [`Output`] as a `std::io::Write` (for encoders that write through one).
 pub struct OutputWriter<'a, O: Output + ?Sized>(pub &'a mut O);
 
@@ -241,6 +283,21 @@ mod tests {
         assert_eq!(o.as_slice(), b"a\0\0\0");
         o.truncate(10);
         assert_eq!(o.len(), 4);
+    }
+
+    #[test]
+    fn a_slice_output_fills_its_buffer_and_never_grows() {
+        let mut buf = [0u8; 6];
+        let mut out = SliceOutput::new(&mut buf);
+        out.extend_from_slice(b"abcd").unwrap();
+        let err = out.extend_from_slice(b"efg").unwrap_err();
+        assert!(
+            err.to_string().contains("room for 2 more bytes, not 3"),
+            "{err}"
+        );
+        out.extend_from_slice(b"ef").unwrap();
+        assert_eq!((out.len(), out.capacity()), (6, 6));
+        assert_eq!(buf, *b"abcdef");
     }
 
     #[test]

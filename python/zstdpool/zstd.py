@@ -48,6 +48,8 @@ from zstdpool._zstdpool import (
 from zstdpool.errors import ZstdError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from typing_extensions import Buffer
 
 __all__ = [
@@ -244,10 +246,15 @@ class _FrameReader(io.RawIOBase):
         super().close()
 
     def readinto(self, b: Any) -> int:
+        # Decompressed straight into the caller's buffer (which io.BufferedReader passes on
+        # for reads larger than its own), not into bytes copied there
+        # (benchmarks/RESULTS.md#decompressor-output).
         with memoryview(b) as view, view.cast("B") as byte_view:
-            data = self._read(len(byte_view))
-            byte_view[: len(data)] = data
-        return len(data)
+            if not byte_view:
+                return 0
+            n: int = self._next(lambda d, data: d._decompress_into(data, byte_view)) or 0
+        self._pos += n
+        return n
 
     def readall(self) -> bytes:
         # As large pieces as zstd gives (RawIOBase's would ask for 8 KiB at a time).
@@ -257,12 +264,22 @@ class _FrameReader(io.RawIOBase):
         return b"".join(chunks)
 
     def _read(self, size: int) -> bytes:
-        """Up to ``size`` bytes: b"" at the end of the file, which may fall only between
-        frames (EOFError otherwise, an empty file included, as ``compression.zstd`` has it)."""
-        if size <= 0 or self._eof:
+        """Up to ``size`` bytes: b"" at the end of the file."""
+        if size <= 0:
             return b""
-        data = b""
-        while not data:
+        data: bytes = self._next(lambda d, data: d.decompress(data, size)) or b""
+        self._pos += len(data)
+        return data
+
+    def _next(self, take: Callable[[ZstdDecompressor, bytes], Any]) -> Any:
+        """What ``take(decompressor, input)`` gives first that is not empty (bytes, or a count
+        of bytes written), feeding it input and starting a decompressor per frame; None at
+        the end of the file, which may fall only between frames (EOFError otherwise, an empty
+        file included, as ``compression.zstd`` has it)."""
+        if self._eof:
+            return None
+        piece = None
+        while not piece:
             d = self._decompressor
             if d.eof:
                 rest = d.unused_data or self._fp.read(_READ_SIZE)
@@ -272,22 +289,21 @@ class _FrameReader(io.RawIOBase):
                 d = self._decompressor = ZstdDecompressor(
                     zstd_dict=self._dict, options=self._options
                 )
-                data = d.decompress(rest, size)
+                piece = take(d, rest)
             elif d.needs_input:
                 raw = self._fp.read(_READ_SIZE)
                 if not raw:
                     raise EOFError(
                         "Compressed file ended before the end-of-stream marker was reached"
                     )
-                data = d.decompress(raw, size)
+                piece = take(d, raw)
             else:
-                data = d.decompress(b"", size)
-        if not data:
+                piece = take(d, b"")
+        if not piece:
             self._eof = True
             self._size = self._pos
-            return b""
-        self._pos += len(data)
-        return data
+            return None
+        return piece
 
     def _rewind(self) -> None:
         self._fp.seek(0)

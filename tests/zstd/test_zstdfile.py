@@ -165,3 +165,53 @@ def test_reads_of_any_size_give_the_data(chunks: list[bytes], reads: list[int]) 
             got += f.read(n)
         got += f.read()
     assert got == data
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    frames=st.lists(st.binary(max_size=300_000), min_size=1, max_size=4),
+    sizes=st.lists(st.integers(min_value=0, max_value=400_000), min_size=1, max_size=8).filter(any),
+    skippable=st.booleans(),
+)
+def test_readinto_of_any_size_fills_the_buffer_given(
+    frames: list[bytes], sizes: list[int], skippable: bool
+) -> None:
+    # Reads larger than the file object's own buffer are decompressed into the caller's
+    # buffer; smaller ones into that buffer. Frames may hold anything (incompressible data
+    # too), and a skippable frame between two is read past.
+    parts = [zstdpool.compress(f) for f in frames]
+    if skippable:
+        parts.insert(1, bytes.fromhex("502a4d18") + (3).to_bytes(4, "little") + b"abc")
+    data = b"".join(frames)
+    into = bytearray(len(data) + 1)
+    view = memoryview(into)
+    at = calls = 0
+    with zstd.ZstdFile(io.BytesIO(b"".join(parts))) as f:
+        while at < len(data):
+            size = sizes[calls % len(sizes)]
+            n = f.readinto(view[at : at + size])
+            assert n <= size
+            assert n > 0 or size == 0, f"nothing read at {at} of {len(data)}"
+            at += n
+            calls += 1
+        assert f.readinto(bytearray(10)) == 0
+        assert f.tell() == len(data)
+    assert at == len(data)
+    assert into[:at] == data and into[at] == 0
+
+
+def test_a_decompressor_never_writes_into_the_input_it_reads() -> None:
+    frame = zstdpool.compress(DATA[:50_000])
+    buf = bytearray(frame) + bytearray(100_000)
+    d = zstd.ZstdDecompressor()
+    with pytest.raises(zstdpool.ParameterError, match="data and out overlap"):
+        d._decompress_into(memoryview(buf)[: len(frame)], memoryview(buf)[len(frame) - 1 :])
+    with pytest.raises(TypeError, match="out must be a writable buffer"):
+        d._decompress_into(frame, bytes(10))
+    # Neither refusal touched the frame in progress: it reads whole, in pieces, after them.
+    out = bytearray(30_000)
+    first = d._decompress_into(memoryview(buf)[: len(frame)], out)
+    assert first == 30_000 and not d.needs_input
+    rest = d._decompress_into(b"", memoryview(buf)[len(frame) :])
+    assert d.eof
+    assert bytes(out) + bytes(buf[len(frame) : len(frame) + rest]) == DATA[:50_000]

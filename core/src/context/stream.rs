@@ -248,6 +248,53 @@ mod tests {
     }
 
     #[test]
+    fn a_fixed_buffer_is_filled_in_place_and_never_past_its_end() {
+        use crate::output::SliceOutput;
+        let data = data();
+        let mut frame = Vec::new();
+        Compressor::new(CompressParams::level(3))
+            .unwrap()
+            .compress_stream(&data, Flush::Frame, &mut frame)
+            .unwrap();
+        // Buffers smaller than, around and larger than zstd's step, each filled whole until
+        // the last; the byte past each buffer's room is never written.
+        for size in [
+            1,
+            4_096,
+            STEP - 1,
+            STEP,
+            STEP + 1,
+            3 * STEP,
+            data.len() + 10,
+        ] {
+            let mut d = Decompressor::new(DecompressParams::default()).unwrap();
+            let (mut read, mut pos, mut ended) = (Vec::new(), 0, false);
+            let mut buf = vec![0xA5u8; size + 1];
+            while !ended {
+                let (room, guard) = buf.split_at_mut(size);
+                let mut out = SliceOutput::new(room);
+                ended = d
+                    .decompress_stream(&frame, &mut pos, &mut out, Some(size))
+                    .unwrap();
+                let n = out.len();
+                assert!(ended || n == size, "{n} of {size} before the end");
+                assert_eq!(guard, [0xA5]);
+                read.extend_from_slice(&buf[..n]);
+            }
+            assert_eq!(read, data, "buffer of {size}");
+            assert_eq!(pos, frame.len());
+        }
+        // Without a limit, the buffer's end fails the call rather than being written past.
+        let mut d = Decompressor::new(DecompressParams::default()).unwrap();
+        let mut buf = vec![0u8; 10];
+        let mut out = SliceOutput::new(&mut buf);
+        let mut pos = 0;
+        assert!(d
+            .decompress_stream(&frame, &mut pos, &mut out, None)
+            .is_err());
+    }
+
+    #[test]
     fn a_zero_limit_reads_a_skippable_frame_whole() {
         // Magic 0x184D2A50, 4 bytes of content.
         let skippable = [0x50, 0x2A, 0x4D, 0x18, 4, 0, 0, 0, 1, 2, 3, 4];
