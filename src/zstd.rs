@@ -16,9 +16,9 @@ use crate::errors;
 use crate::errors::OrRaise as _;
 use crate::pool::{pool_or_default, PyContextPool};
 use zstdpool_core::context::{
-    compression_bounds, decompression_bounds, frame_header, frame_size, max_level, min_level,
-    CompressParams, Compressor, DecompressParams, Decompressor, Flush, DEFAULT_LEVEL, PARAMETERS,
-    STREAM_STEP,
+    compress_stream_room, compression_bounds, decompression_bounds, frame_header, frame_size,
+    max_level, min_level, CompressParams, Compressor, DecompressParams, Decompressor, Flush,
+    DEFAULT_LEVEL, PARAMETERS, STREAM_STEP,
 };
 use zstdpool_core::dict::ZstdDict;
 use zstdpool_core::output::{Output, SliceOutput};
@@ -311,19 +311,24 @@ pub struct PyZstdCompressor {
 
 impl PyZstdCompressor {
     /// Runs one call: takes `data` into the frame with `flush`, starting a frame (and taking a
-    /// context) first if none is in progress; an ended frame gives its context back.
-    fn run(&self, py: Python<'_>, data: &[u8], mode: i32) -> PyResult<Vec<u8>> {
+    /// context) first if none is in progress; an ended frame gives its context back. The
+    /// output is built in the bytes object returned, not in a Vec copied into one: allocated
+    /// here, with the GIL, with the room zstd is given up front (which almost every call's
+    /// output fits, so that it is not grown without the GIL), and shrunk to what was written
+    /// (benchmarks/RESULTS.md#compressor-output).
+    fn run<'py>(&self, py: Python<'py>, data: &[u8], mode: i32) -> PyResult<Bound<'py, PyBytes>> {
         let flush = match mode {
             CONTINUE => Flush::Continue,
             FLUSH_BLOCK => Flush::Block,
             _ => Flush::Frame,
         };
+        let mut out = MemoryOutput::with_capacity(py, compress_stream_room(data.len(), flush))?;
         py.detach(|| {
             let mut state = lock(&self.state);
             if state.lease.is_none() {
                 if data.is_empty() && mode == CONTINUE {
                     state.last_mode = mode;
-                    return Ok(Vec::new());
+                    return Ok(());
                 }
                 let mut lease = self.pool.compressor(self.params)?;
                 let dict = match &self.dict {
@@ -337,7 +342,6 @@ impl PyZstdCompressor {
                 }
                 state.lease = Some(lease);
             }
-            let mut out = Vec::new();
             let lease = state.lease.as_mut().expect("taken above");
             let result = lease.compress_stream(data, flush, &mut out);
             state.last_mode = mode;
@@ -348,9 +352,10 @@ impl PyZstdCompressor {
                     state.last_mode = FLUSH_FRAME;
                 }
             }
-            result.map(|()| out)
+            result
         })
-        .or_raise()
+        .or_raise()?;
+        out.finish(py)
     }
 }
 
@@ -403,8 +408,7 @@ impl PyZstdCompressor {
             ));
         }
         let view = ByteView::new(data, "data")?;
-        let out = self.run(py, view.as_slice(), mode)?;
-        Ok(PyBytes::new(py, &out))
+        self.run(py, view.as_slice(), mode)
     }
 
     /// Ends the block (`mode=FLUSH_BLOCK`) or the frame (`mode=FLUSH_FRAME`, the default),
@@ -431,8 +435,7 @@ impl PyZstdCompressor {
         if idle {
             return Ok(PyBytes::new(py, b""));
         }
-        let out = self.run(py, b"", mode)?;
-        Ok(PyBytes::new(py, &out))
+        self.run(py, b"", mode)
     }
 
     /// Pledges `size`, the size of the next frame's data, written in its header and checked

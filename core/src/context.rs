@@ -9,7 +9,7 @@ mod advanced;
 mod stream;
 
 pub use advanced::{compression_bounds, decompression_bounds, Advanced, PARAMETERS};
-pub use stream::{Flush, STEP as STREAM_STEP};
+pub use stream::{compress_stream_room, Flush, STEP as STREAM_STEP};
 
 use crate::dict::{PreparedC, PreparedD, ZstdDict};
 use crate::error::{zstd_error_name, Error, Result};

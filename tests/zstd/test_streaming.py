@@ -113,6 +113,37 @@ def test_output_past_the_first_room_grows_in_place_and_is_exact(limit: int) -> N
     assert b"".join(got) == data and type(got[0]) is bytes
 
 
+@pytest.mark.parametrize(
+    "options",
+    [
+        pytest.param({}, id="one thread"),
+        pytest.param(
+            {zstd.CompressionParameter.nb_workers: 2},
+            id="workers",
+            marks=pytest.mark.skipif(
+                zstd.CompressionParameter.nb_workers.bounds() == (0, 0), reason="no zstdmt"
+            ),
+        ),
+    ],
+)
+def test_compressed_output_is_exact_whatever_each_call_emits(options: dict[int, int]) -> None:
+    # Each call's output is built in the bytes returned, with room for the input's bound (and
+    # a block's more to flush): output past that (a flush of what workers hold, incompressible
+    # input) grows it, and every output comes back exactly as long as what was written.
+    rng = random.Random(7)
+    noise = rng.randbytes(3 << 20)
+    pieces = [DATA[:1], noise[:200_000], noise, b"", DATA * 3, DATA[:70_000]]
+    c = zstd.ZstdCompressor(options=options)
+    out = []
+    for i, piece in enumerate(pieces):
+        mode = (zstd.ZstdCompressor.CONTINUE, zstd.ZstdCompressor.FLUSH_BLOCK)[i % 2]
+        out.append(c.compress(piece, mode))
+    out.append(c.flush())
+    assert all(type(o) is bytes for o in out)
+    assert sum(map(len, out)) > len(noise)
+    assert peer.decompress(b"".join(out)) == b"".join(pieces)
+
+
 def test_hostile_frames_raise_zstd_errors() -> None:
     frame = zstd.compress(DATA)
     with pytest.raises(zstd.ZstdError):

@@ -18,6 +18,18 @@ pub const STEP: usize = (128 << 10) + 512;
 /// up to this).
 const MAX_UPFRONT: usize = 64 << 20;
 
+/// The room a streaming compression call of `len` input bytes is given before zstd writes:
+/// zstd's bound for the input (up to a cap), and for a flush a block's bound more, for what
+/// the context holds from earlier calls. Almost every call's output fits in it, so an output
+/// allocated with it up front is never grown.
+pub fn compress_stream_room(len: usize, flush: Flush) -> usize {
+    let held = match flush {
+        Flush::Continue => 0,
+        Flush::Block | Flush::Frame => STEP,
+    };
+    zstd_safe::compress_bound(len).min(MAX_UPFRONT) + held
+}
+
 /// How a streaming compressor's call ends (zstd's end directives).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flush {
@@ -40,12 +52,18 @@ impl Compressor {
     }
 
     /// Takes `src` into the frame in progress (starting one if none is), appending what zstd
-    /// emits to `out`; `flush` says how much must be emitted before this returns. A failed
-    /// call abandons the frame, and the context is not reused: after a failure with worker
-    /// threads, zstd (up to 1.5.7) can keep a stale job that crashes the next multi-threaded
-    /// frame, so zstd-safe refuses every later frame on it (and a failure without workers is
-    /// too rare to be worth telling apart).
-    pub fn compress_stream(&mut self, src: &[u8], flush: Flush, out: &mut Vec<u8>) -> Result<()> {
+    /// emits to `out` (a Vec, or the bindings' bytes object, written where it is returned);
+    /// `flush` says how much must be emitted before this returns. A failed call abandons the
+    /// frame, and the context is not reused: after a failure with worker threads, zstd (up to
+    /// 1.5.7) can keep a stale job that crashes the next multi-threaded frame, so zstd-safe
+    /// refuses every later frame on it (and a failure without workers is too rare to be worth
+    /// telling apart).
+    pub fn compress_stream<O: Output + ?Sized>(
+        &mut self,
+        src: &[u8],
+        flush: Flush,
+        out: &mut O,
+    ) -> Result<()> {
         let result = self.compress_stream_once(src, flush, out);
         if result.is_err() {
             self.stream_failed = true;
@@ -53,27 +71,36 @@ impl Compressor {
         result
     }
 
-    fn compress_stream_once(&mut self, src: &[u8], flush: Flush, out: &mut Vec<u8>) -> Result<()> {
+    fn compress_stream_once<O: Output + ?Sized>(
+        &mut self,
+        src: &[u8],
+        flush: Flush,
+        out: &mut O,
+    ) -> Result<()> {
         let directive = match flush {
             Flush::Continue => ZSTD_EndDirective::ZSTD_e_continue,
             Flush::Block => ZSTD_EndDirective::ZSTD_e_flush,
             Flush::Frame => ZSTD_EndDirective::ZSTD_e_end,
         };
         let mut input = InBuffer::around(src);
-        // Room for all of this call's output at once (zstd's bound for the input, up to a
-        // cap), so that a large piece's output is not moved by the vector's growth on the
-        // way. The memory is only touched as zstd writes.
-        let bound = zstd_safe::compress_bound(src.len()).min(MAX_UPFRONT);
-        if out.capacity() - out.len() < bound {
-            out.try_reserve(bound)
-                .map_err(|_| Error::Memory(format!("{bound} bytes of compressed output")))?;
+        // Room for all of this call's output at once, so that a large piece's output is not
+        // moved by growth on the way, nor a bytes output grown (which takes the GIL back).
+        // The memory is only touched as zstd writes.
+        let upfront = compress_stream_room(src.len(), flush);
+        if out.capacity() - out.len() < upfront {
+            out.try_reserve_exact(upfront)
+                .map_err(|_| Error::Memory(format!("{upfront} bytes of compressed output")))?;
         }
+        let mut first = true;
         loop {
-            if out.capacity() - out.len() < STEP {
-                out.try_reserve(STEP).map_err(|_| {
+            // Later calls get at least a block's bound, which zstd writes into directly (with
+            // less it compresses into its own buffer and copies out).
+            if !first && out.capacity() - out.len() < STEP {
+                out.grow_for(STEP).map_err(|_| {
                     Error::Memory(format!("{} more bytes of compressed output", STEP))
                 })?;
             }
+            first = false;
             let remaining = {
                 let mut tail = OutputTail::new(out);
                 let mut output = OutBuffer::around(&mut tail);
