@@ -153,8 +153,8 @@ pub fn decompress<'py>(
     decompress_one(py, &mut lease, view.as_slice(), max_output_size)
 }
 
-/// Decompresses zstd frames into `out`, a writable buffer (bytearray, numpy array...).
-/// Returns the number of bytes written; fails if they do not fit.
+/// Decompresses zstd frames into `out`, a writable buffer (bytearray, numpy array...), which
+/// must not overlap `data`. Returns the number of bytes written; fails if they do not fit.
 ///
 /// - `data`: the frames, any bytes-like object.
 /// - `zstd_dict`: the `ZstdDict` the frames were written with, or None.
@@ -354,8 +354,8 @@ impl PyDecompressor {
         decompress_one(py, &mut lease, view.as_slice(), limit)
     }
 
-    /// Decompresses the frames in `data` into the writable buffer `out`; returns the number of
-    /// bytes written.
+    /// Decompresses the frames in `data` into the writable buffer `out` (which must not
+    /// overlap `data`); returns the number of bytes written.
     fn decompress_into(
         &self,
         py: Python<'_>,
