@@ -313,16 +313,16 @@ impl PyZstdCompressor {
     /// Runs one call: takes `data` into the frame with `flush`, starting a frame (and taking a
     /// context) first if none is in progress; an ended frame gives its context back. The
     /// output is built in the bytes object returned, not in a Vec copied into one: allocated
-    /// here, with the GIL, with the room zstd is given up front (which almost every call's
-    /// output fits, so that it is not grown without the GIL), and shrunk to what was written
-    /// (benchmarks/RESULTS.md#compressor-output).
+    /// here, with the GIL, with the room zstd is given up front (which a call's output fits
+    /// without worker threads, so that it is not grown without the GIL), and shrunk to what
+    /// was written (benchmarks/RESULTS.md#compressor-output).
     fn run<'py>(&self, py: Python<'py>, data: &[u8], mode: i32) -> PyResult<Bound<'py, PyBytes>> {
         let flush = match mode {
             CONTINUE => Flush::Continue,
             FLUSH_BLOCK => Flush::Block,
             _ => Flush::Frame,
         };
-        let mut out = MemoryOutput::with_capacity(py, compress_stream_room(data.len(), flush))?;
+        let mut out = MemoryOutput::with_capacity(py, compress_stream_room(data.len()))?;
         py.detach(|| {
             let mut state = lock(&self.state);
             if state.lease.is_none() {

@@ -19,15 +19,13 @@ pub const STEP: usize = (128 << 10) + 512;
 const MAX_UPFRONT: usize = 64 << 20;
 
 /// The room a streaming compression call of `len` input bytes is given before zstd writes:
-/// zstd's bound for the input (up to a cap), and for a flush a block's bound more, for what
-/// the context holds from earlier calls. Almost every call's output fits in it, so an output
-/// allocated with it up front is never grown.
-pub fn compress_stream_room(len: usize, flush: Flush) -> usize {
-    let held = match flush {
-        Flush::Continue => 0,
-        Flush::Block | Flush::Frame => STEP,
-    };
-    zstd_safe::compress_bound(len).min(MAX_UPFRONT) + held
+/// zstd's bound for the input (up to a cap), and a block's bound more for what the context
+/// holds from earlier calls (a partial block this input completes, or what a flush emits).
+/// Without worker threads a call's output fits in it, so an output allocated with it up front
+/// is not grown; with workers, a call can emit jobs compressed during earlier calls, and the
+/// output grows.
+pub fn compress_stream_room(len: usize) -> usize {
+    zstd_safe::compress_bound(len).min(MAX_UPFRONT) + STEP
 }
 
 /// How a streaming compressor's call ends (zstd's end directives).
@@ -86,21 +84,21 @@ impl Compressor {
         // Room for all of this call's output at once, so that a large piece's output is not
         // moved by growth on the way, nor a bytes output grown (which takes the GIL back).
         // The memory is only touched as zstd writes.
-        let upfront = compress_stream_room(src.len(), flush);
-        if out.capacity() - out.len() < upfront {
-            out.try_reserve_exact(upfront)
-                .map_err(|_| Error::Memory(format!("{upfront} bytes of compressed output")))?;
-        }
-        let mut first = true;
+        out.grow_for(compress_stream_room(src.len())).map_err(|_| {
+            Error::Memory(format!(
+                "room for the compressed output of {} bytes",
+                src.len()
+            ))
+        })?;
         loop {
-            // Later calls get at least a block's bound, which zstd writes into directly (with
+            // Every call gets at least a block's bound, which zstd writes into directly (with
             // less it compresses into its own buffer and copies out).
-            if !first && out.capacity() - out.len() < STEP {
-                out.grow_for(STEP).map_err(|_| {
-                    Error::Memory(format!("{} more bytes of compressed output", STEP))
-                })?;
-            }
-            first = false;
+            out.grow_for(STEP).map_err(|_| {
+                Error::Memory(format!(
+                    "room for compressed output past {} bytes",
+                    out.len()
+                ))
+            })?;
             let remaining = {
                 let mut tail = OutputTail::new(out);
                 let mut output = OutBuffer::around(&mut tail);
