@@ -95,9 +95,25 @@ impl ByteView {
         }
     }
 
-    /// Whether the two views share a byte (a buffer given as both a source and a destination,
-    /// or two slices of one): zstd must never read what it is writing.
-    pub fn overlaps(&self, other: &ByteView) -> bool {
+    /// Views `data` as a source and `out` as a destination (the arguments of that name),
+    /// refusing an `out` that shares a byte with `data` (one buffer given as both, or two
+    /// slices of one): zstd must never read what it is writing.
+    pub fn source_and_destination(
+        data: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+    ) -> PyResult<(Self, Self)> {
+        let view = Self::new(data, "data")?;
+        let dst = Self::new_writable(out, "out")?;
+        if view.overlaps(&dst) {
+            return Err(crate::errors::parameter(
+                "data and out overlap: decompress into another buffer",
+            ));
+        }
+        Ok((view, dst))
+    }
+
+    /// Whether the two views share a byte.
+    fn overlaps(&self, other: &ByteView) -> bool {
         let ((a, a_len), (b, b_len)) = (self.raw(), other.raw());
         let (a, b) = (a as usize, b as usize);
         a_len > 0 && b_len > 0 && a < b + b_len && b < a + a_len

@@ -4,7 +4,7 @@
 use crate::args;
 use pyo3::prelude::*;
 
-use crate::errors::{self, OrRaise as _};
+use crate::errors::OrRaise as _;
 use pyo3::types::{PyBytes, PyList};
 
 use crate::buffer::{new_bytes_filled, ByteView};
@@ -85,11 +85,6 @@ fn decompress_into_one(
     data: &ByteView,
     out: &mut ByteView,
 ) -> PyResult<usize> {
-    if data.overlaps(out) {
-        return Err(errors::parameter(
-            "data and out overlap: decompress into another buffer",
-        ));
-    }
     let src = data.as_slice();
     let dst = out.as_mut_slice();
     py.detach(|| d.decompress_into(src, dst)).or_raise()
@@ -168,8 +163,7 @@ pub fn decompress_into<'py>(
     zstd_dict: Option<&Bound<'py, PyAny>>,
     pool: Option<&Bound<'py, PyContextPool>>,
 ) -> PyResult<usize> {
-    let view = ByteView::new(data, "data")?;
-    let mut dst = ByteView::new_writable(out, "out")?;
+    let (view, mut dst) = ByteView::source_and_destination(data, out)?;
     let dict = dict_arg(zstd_dict)?;
     let mut lease = pool_or_default(pool)
         .decompressor(DecompressParams::default())
@@ -362,8 +356,7 @@ impl PyDecompressor {
         data: &Bound<'_, PyAny>,
         out: &Bound<'_, PyAny>,
     ) -> PyResult<usize> {
-        let view = ByteView::new(data, "data")?;
-        let mut dst = ByteView::new_writable(out, "out")?;
+        let (view, mut dst) = ByteView::source_and_destination(data, out)?;
         let mut lease = self.lease.take()?;
         decompress_into_one(py, &mut lease, &view, &mut dst)
     }

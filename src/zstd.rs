@@ -578,13 +578,7 @@ impl PyZstdDecompressor {
         data: &Bound<'_, PyAny>,
         out: &Bound<'_, PyAny>,
     ) -> PyResult<usize> {
-        let view = ByteView::new(data, "data")?;
-        let mut dst = ByteView::new_writable(out, "out")?;
-        if view.overlaps(&dst) {
-            return Err(errors::parameter(
-                "data and out overlap: decompress into another buffer",
-            ));
-        }
+        let (view, mut dst) = ByteView::source_and_destination(data, out)?;
         let room = dst.len();
         let mut out = SliceOutput::new(dst.as_mut_slice());
         self.decompress_to(py, view.as_slice(), &mut out, Some(room))?;
