@@ -82,10 +82,9 @@ fn decompress_one<'py>(
 fn decompress_into_one(
     py: Python<'_>,
     d: &mut Decompressor,
-    data: &ByteView,
+    src: &[u8],
     out: &mut ByteView,
 ) -> PyResult<usize> {
-    let src = data.as_slice();
     let dst = out.as_mut_slice();
     py.detach(|| d.decompress_into(src, dst)).or_raise()
 }
@@ -169,7 +168,7 @@ pub fn decompress_into<'py>(
         .decompressor(DecompressParams::default())
         .or_raise()?;
     lease.use_dict(dict.as_deref()).or_raise()?;
-    decompress_into_one(py, &mut lease, &view, &mut dst)
+    decompress_into_one(py, &mut lease, view.as_slice(), &mut dst)
 }
 
 /// Borrows a compression context from the pool for a series of calls (with `zstd_dict`, all
@@ -358,7 +357,7 @@ impl PyDecompressor {
     ) -> PyResult<usize> {
         let (view, mut dst) = ByteView::source_and_destination(data, out)?;
         let mut lease = self.lease.take()?;
-        decompress_into_one(py, &mut lease, &view, &mut dst)
+        decompress_into_one(py, &mut lease, view.as_slice(), &mut dst)
     }
 
     /// The most one `decompress` call returns, in bytes, unless the call sets its own limit.
