@@ -141,6 +141,22 @@ def test_an_open_file_holds_one_context_and_gives_it_back(tmp_path: Path) -> Non
     assert zstdpool.pool_stats()["leased"] == before
 
 
+def test_a_corrupt_frame_read_into_a_buffer_gives_its_context_back() -> None:
+    bad = bytearray(zstd.compress(DATA))
+    for i in range(40, len(bad) // 2, 97):
+        bad[i] ^= 0x5A
+    before = zstdpool.pool_stats()["leased"]
+    for read in ("readinto", "read"):
+        with zstd.ZstdFile(io.BytesIO(bytes(bad))) as f:
+            with pytest.raises(zstd.ZstdError):
+                if read == "readinto":
+                    f.readinto(bytearray(1 << 20))
+                else:
+                    f.read()
+            # The frame failed: its context went back with the error, the file still open.
+            assert zstdpool.pool_stats()["leased"] == before
+
+
 @settings(max_examples=30, deadline=None)
 @given(
     chunks=st.lists(st.binary(max_size=20000), max_size=6),
