@@ -12,8 +12,10 @@
 #   --no-sdist      wheels only
 # Environment:
 #   ZSTDPOOL_DIST         output directory (default: dist)
-#   CARGO_TARGET_DIR      default: target/wheels, so that these builds never wait for the
-#                         lock of, or invalidate, the development builds in target/
+#   CARGO_TARGET_DIR      default: $ZSTDPOOL_CARGO_CACHE/wheels (.ci/run sets that, to a cache
+#                         kept between runs), else target/wheels: never the development
+#                         builds' directory, whose lock these builds would wait for and whose
+#                         artifacts they would invalidate
 #   ZSTDPOOL_TARGET       a Rust target to cross-build for (aarch64-unknown-linux-gnu; default:
 #                         this machine's), with zig and no native fallback; the target is
 #                         added with rustup if missing
@@ -43,7 +45,7 @@ MANYLINUX="manylinux_2_28"
 DIST="${ZSTDPOOL_DIST:-dist}"
 mkdir -p "$DIST"
 DIST="$(cd "$DIST" && pwd)"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/wheels}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${ZSTDPOOL_CARGO_CACHE:-$ROOT/target}/wheels}"
 ZIG_MODE="${ZSTDPOOL_ZIG:-auto}"
 TARGET="${ZSTDPOOL_TARGET:-}"
 target_args=()

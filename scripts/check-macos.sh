@@ -9,7 +9,8 @@
 #
 # Usage: scripts/check-macos.sh [TARGET...]   (default: both targets)
 # Environment:
-#   CARGO_TARGET_DIR   default: target/macos, apart from the other builds' caches
+#   CARGO_TARGET_DIR   default: $ZSTDPOOL_CARGO_CACHE/macos (.ci/run sets that, to a cache kept
+#                      between runs), else target/macos, apart from the other builds' caches
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
@@ -21,7 +22,7 @@ source "$ROOT/scripts/pythons.sh"
 source "$ROOT/scripts/wheel-tools.sh"
 wheel_tools
 
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target/macos}"
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-${ZSTDPOOL_CARGO_CACHE:-$ROOT/target}/macos}"
 # pyo3's build script needs no macOS interpreter for a check, only the version it targets.
 export PYO3_CROSS_PYTHON_VERSION=3.11
 targets=("$@")

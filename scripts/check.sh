@@ -28,6 +28,7 @@
 #   ZSTDPOOL_PYTHON      the interpreter (default: python3)
 #   ZSTDPOOL_CHECK_DIR   venv, cargo cache and logs (default: target/check); the venv is kept
 #                        and reused while pyproject.toml and the interpreter stay the same
+#   ZSTDPOOL_CARGO_CACHE the cargo cache's parent instead (its check/; .ci/run sets it)
 # Prints each step's time; exits non-zero if any step failed, after running every step that
 # does not depend on the failed one.
 set -uo pipefail
@@ -90,7 +91,9 @@ export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
 export RUSTFLAGS="${RUSTFLAGS:-} -Dwarnings"
 # Its own cargo cache: RUSTFLAGS is part of every crate's fingerprint, so sharing target/ with
 # builds made without it would rebuild every dependency each time one or the other ran.
-export CARGO_TARGET_DIR="${ZSTDPOOL_CHECK_CARGO_DIR:-$DIR/cargo}"
+# ZSTDPOOL_CARGO_CACHE (set by .ci/run) puts it outside the clone, kept from one run to the next.
+export CARGO_TARGET_DIR="${ZSTDPOOL_CHECK_CARGO_DIR:-${ZSTDPOOL_CARGO_CACHE:+$ZSTDPOOL_CARGO_CACHE/check}}"
+CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$DIR/cargo}"
 
 step fmt cargo fmt --all --check
 
