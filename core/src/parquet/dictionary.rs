@@ -80,7 +80,17 @@ pub(crate) fn dictionary_pays(columns: &[&ArrayRef], width: usize) -> bool {
     if sampled < 16 {
         return true;
     }
-    let found = distinct(&seen);
+    // A whole column counted exactly pays only with fewer distinct values than half its rows
+    // (their bytes alone would be half the plain values'), so the count stops there.
+    let enough = if step == 1 {
+        rows.div_ceil(2)
+    } else {
+        usize::MAX
+    };
+    let found = distinct(&seen, enough);
+    if found >= enough {
+        return false;
+    }
     let distinct = if step == 1 {
         found as f64
     } else if found == sampled {
@@ -94,17 +104,33 @@ pub(crate) fn dictionary_pays(columns: &[&ArrayRef], width: usize) -> bool {
     dictionary < rows as f64 * width as f64 / 2.0
 }
 
-/// How many distinct values `values` holds: an open-addressed table of twice as many slots,
-/// filled once. A sample is at most 1,024 values; sorting them was 8% of a 256-row file's
-/// write (benchmarks/RESULTS.md#dictionary-sample).
-fn distinct(values: &[u64]) -> usize {
-    let slots = (values.len() * 2).next_power_of_two().max(16);
+/// How many distinct values `values` holds, or `enough` once that many are found: an
+/// open-addressed table of twice as many slots as it may hold, filled once. Sorting them was
+/// 8% of a 256-row file's write (benchmarks/RESULTS.md#dictionary-sample); a small table lives
+/// on the stack, since allocating and zeroing one was most of what the count cost after that
+/// (benchmarks/RESULTS.md#dictionary-sample-stack).
+fn distinct(values: &[u64], enough: usize) -> usize {
+    const ON_STACK: usize = 256;
+    let slots = (values.len().min(enough) * 2).next_power_of_two().max(16);
+    if slots <= ON_STACK {
+        count_distinct(values, enough, &mut [0u64; ON_STACK][..slots])
+    } else {
+        count_distinct(values, enough, &mut vec![0u64; slots])
+    }
+}
+
+/// [`distinct`]'s count, in `table`: zeroed, a power of two long, with room for twice the
+/// values it may hold.
+fn count_distinct(values: &[u64], enough: usize, table: &mut [u64]) -> usize {
+    let slots = table.len();
     let shift = 64 - slots.trailing_zeros();
     // 0 marks an empty slot; whether 0 itself was seen is kept apart.
-    let mut table = vec![0u64; slots];
     let mut zero = false;
     let mut found = 0;
     for &value in values {
+        if found >= enough {
+            break;
+        }
         if value == 0 {
             found += usize::from(!zero);
             zero = true;
@@ -142,6 +168,21 @@ impl Sample<'_> {
     /// Pushes the low 64 bits of each sampled value of `W` bytes that is not null; false if
     /// the values buffer is shorter than the array says.
     fn take<const W: usize>(&self, seen: &mut Vec<u64>) -> bool {
+        let low = W.min(8);
+        let low_bits = |value: &[u8]| {
+            let mut bits = [0u8; 8];
+            bits[..low].copy_from_slice(&value[..low]);
+            u64::from_le_bytes(bits)
+        };
+        if self.step == 1 && self.nulls.is_none() {
+            // Every row, as one run of bytes: a small column is its own sample.
+            let rows = (self.offset + self.first) * W..(self.offset + self.len) * W;
+            let Some(values) = self.values.get(rows) else {
+                return false;
+            };
+            seen.extend(values.chunks_exact(W).map(low_bits));
+            return true;
+        }
         let mut i = self.first;
         while i < self.len {
             if self.nulls.is_none_or(|n| n.is_valid(i)) {
@@ -149,10 +190,7 @@ impl Sample<'_> {
                 let Some(value) = self.values.get(at..at + W) else {
                     return false;
                 };
-                let mut bits = [0u8; 8];
-                let low = W.min(8);
-                bits[..low].copy_from_slice(&value[..low]);
-                seen.push(u64::from_le_bytes(bits));
+                seen.push(low_bits(value));
             }
             i += self.step;
         }
@@ -454,14 +492,18 @@ mod tests {
             sorted.sort_unstable();
             sorted.dedup();
             assert_eq!(
-                distinct(&values),
+                distinct(&values, usize::MAX),
                 sorted.len(),
                 "{len} values below {range}"
             );
+            // Stopped at `enough`, or the whole count when there are fewer.
+            let enough = sorted.len().div_ceil(2).max(1);
+            assert_eq!(distinct(&values, enough), enough.min(sorted.len()));
         }
         // A whole sample of distinct values fills half the table, so probes pass taken slots.
         let full: Vec<u64> = (1..=1024).map(|i| i << 40).collect();
-        assert_eq!(distinct(&full), 1024);
+        assert_eq!(distinct(&full, usize::MAX), 1024);
+        assert_eq!(distinct(&full, 512), 512);
     }
 
     #[test]
