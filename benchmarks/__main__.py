@@ -1,7 +1,7 @@
 """``python -m benchmarks``, from a clone of the repository: zstdpool and its peers timed side
 by side (see :mod:`benchmarks.harness`), or, with ``--memory``, the memory of one Arrow IPC
-write, or, with ``--peaks``, the peak resident memory of whole writes. The harness is not part
-of the installed package. Exit codes: 0 ok, 1 failure, 2 bad usage.
+write, or, with ``--peaks``, the peak and held resident memory of whole writes and reads. The
+harness is not part of the installed package. Exit codes: 0 ok, 1 failure, 2 bad usage.
 """
 
 from __future__ import annotations
@@ -72,8 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--peaks",
         action="store_true",
-        help="instead of timing, print the peak resident memory of one whole Parquet and "
-        "dataset write, zstdpool and its peers side by side, each in a fresh process",
+        help="instead of timing, print the peak and held resident memory of one whole "
+        "Parquet, IPC and dataset write and of a dataset read, zstdpool and its peers side by "
+        "side, each in a fresh process, with zstdpool's held target",
     )
     p.add_argument(
         "--instructions",

@@ -63,6 +63,7 @@ QUICK_SKIP=(
     --ignore=tests/ipc/test_reader_hostile.py # every truncation and mutation of a file
     --ignore=tests/test_memory.py             # 20,000 writer lifecycles, process growth
     --ignore=tests/test_allocation_failures.py # every reader under a sweep of RLIMIT_AS
+    --ignore=tests/test_freed_memory.py       # glibc's arenas after three large writes
     --ignore=tests/dask/test_cluster.py       # two-host LocalClusters
     --ignore=tests/dask/test_mixed.py         # a cluster with a worker lacking the preload
     -n 2                                      # and on two workers (pytest-xdist)

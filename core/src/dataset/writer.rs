@@ -134,6 +134,7 @@ impl DatasetWriter {
     pub fn finish(&mut self) -> Result<Vec<WrittenFile>> {
         let flushed = self.flush(true);
         let uploaded = self.wait_for_uploads(false);
+        crate::memory::trim::after_write(self.written.iter().map(|f| f.bytes).sum());
         flushed.and(uploaded)?;
         Ok(self.written.clone())
     }

@@ -244,6 +244,8 @@ impl<W: Write + Send> ParquetWriter<W> {
         // kept too, for the footer's exact bytes.
         file.inner_mut().tee = Some(Vec::new());
         file.finish()?;
+        // The row groups' buffers are freed by now; the file's bytes say how large they were.
+        crate::memory::trim::after_write(file.bytes_written() as u64);
         let slot = file.inner_mut();
         let written = slot.tee.take().unwrap_or_default();
         self.footer = footer_of(&written).map(<[u8]>::to_vec);

@@ -1,0 +1,90 @@
+"""A large write gives the memory it freed back to the system: after it returns, the process's
+resident set holds its output and what the pool keeps warm, not the buffers it wrote through
+(glibc keeps freed memory in its arenas unless asked; core/src/memory/trim.rs)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or not Path("/proc/self/status").exists(),
+    reason="the resident set is read from Linux's /proc/self/status",
+)
+
+#: Run in a fresh interpreter: three writes are the only large things the process has done since
+#: its allocators gave back what building the input freed. It prints how far the resident set
+#: grew over the writes, what a further `malloc_trim` would still have given back, and the output's
+#: bytes when they are in memory (the IPC stream, returned as bytes).
+CHILD = r"""
+import ctypes, ctypes.util, gc, json, sys
+import numpy as np
+import pyarrow as pa
+import zstdpool.dataset, zstdpool.ipc, zstdpool.parquet
+
+def resident():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmRSS:"))
+
+libc = ctypes.CDLL(ctypes.util.find_library("c"))
+kind, out = sys.argv[1], sys.argv[2]
+rows = 1_000_000
+rng = np.random.default_rng(0)
+table = pa.table({
+    "id": np.arange(rows, dtype=np.int64),
+    "price": rng.random(rows),
+    "qty": rng.integers(0, 50, rows, dtype=np.int32),
+    "part": rng.integers(0, 4, rows, dtype=np.int32),
+    "note": pa.array(np.char.add("item ", rng.integers(0, 20_000, rows).astype(str))),
+})
+gc.collect()
+pa.default_memory_pool().release_unused()
+libc.malloc_trim(0)
+before = resident()
+output = b""
+for i in range(3):
+    if kind == "parquet":
+        zstdpool.parquet.write_table(table, f"{out}-{i}")
+    elif kind == "ipc":
+        output = zstdpool.ipc.write_stream(table, level=3)
+    else:
+        zstdpool.dataset.write_dataset(table, f"{out}-{i}", format="parquet", partitioning=["part"])
+gc.collect()
+after = resident()
+libc.malloc_trim(0)
+left = after - resident()
+print(json.dumps({"grew": after - before, "left_to_trim": left, "output": len(output)}))
+"""
+
+
+def is_glibc() -> bool:
+    import platform
+
+    return platform.libc_ver()[0] == "glibc"
+
+
+@pytest.mark.skipif(not is_glibc(), reason="malloc_trim is glibc's")
+@pytest.mark.parametrize("kind", ["parquet", "ipc", "dataset"])
+def test_a_large_write_leaves_nothing_for_the_allocator_to_give_back(
+    kind: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, kind, str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    # Each write went through tens of megabytes of buffers (the input is about 40 MB); kept by
+    # the allocator, a trim after them gave back 17-36 MB.
+    assert figures["left_to_trim"] < 8 << 20, figures
+    # What the process holds besides an output in memory: the pool's contexts and the
+    # allocator's slack, below the input.
+    assert figures["grew"] < figures["output"] + (32 << 20), figures
