@@ -165,7 +165,10 @@ def test_writer_buffers_row_groups_and_writes_the_footer_on_close(tmp_path: Path
         assert w.num_row_groups == 4
         assert w.bytes_written > 0 and w.schema.equals(TABLE.schema)
     assert w.closed
+    # Once closed: every byte of the file, footer included.
+    assert w.bytes_written == path.stat().st_size
     w.close()  # idempotent
+    assert w.bytes_written == path.stat().st_size
     md = footer(path.read_bytes())
     assert [md.row_group(i).num_rows for i in range(md.num_row_groups)] == [4000, 500, 5000, 5000]
     want = pa.concat_tables([TABLE.slice(0, 4500), TABLE])

@@ -38,6 +38,8 @@ pub struct ParquetWriter<W: Write + Send> {
     file: Option<SerializedFileWriter<Slot<W>>>,
     /// The footer written by `finish`, serialized (see [`ParquetWriter::footer`]).
     footer: Option<Vec<u8>>,
+    /// The file's bytes once `finish` has written them all.
+    finished_bytes: usize,
     factory: ColumnWriters,
     /// The column writers of row groups where a sampled leaf goes without a dictionary.
     plain: Option<ColumnWriters>,
@@ -81,6 +83,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         Ok(ParquetWriter {
             file: Some(file),
             footer: None,
+            finished_bytes: 0,
             factory,
             plain,
             schema,
@@ -127,7 +130,9 @@ impl<W: Write + Send> ParquetWriter<W> {
 
     /// Bytes handed to the sink so far.
     pub fn bytes_written(&self) -> usize {
-        self.file.as_ref().map_or(0, |f| f.bytes_written())
+        self.file
+            .as_ref()
+            .map_or(self.finished_bytes, |f| f.bytes_written())
     }
 
     fn check_open(&self) -> Result<()> {
@@ -244,8 +249,7 @@ impl<W: Write + Send> ParquetWriter<W> {
         // kept too, for the footer's exact bytes.
         file.inner_mut().tee = Some(Vec::new());
         file.finish()?;
-        // The row groups' buffers are freed by now; the file's bytes say how large they were.
-        crate::memory::trim::after_write(file.bytes_written() as u64);
+        self.finished_bytes = file.bytes_written();
         let slot = file.inner_mut();
         let written = slot.tee.take().unwrap_or_default();
         self.footer = footer_of(&written).map(<[u8]>::to_vec);
