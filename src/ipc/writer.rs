@@ -24,6 +24,7 @@ use crate::sink::Sink;
 use crate::store::PathOptions;
 use zstdpool_core::error::Error;
 use zstdpool_core::ipc::{Compression, IpcFormat, IpcWriter, KeyValues, WriteStats, WriterOptions};
+use zstdpool_core::memory::trim;
 use zstdpool_core::path_sink::Durability;
 use zstdpool_core::pool::ContextPool;
 
@@ -187,6 +188,26 @@ impl Open {
     fn abandon(&mut self) {
         self.writer.abandon();
         self.sink.discard();
+    }
+
+    /// The sink, once the writer and its scratch are freed (see [`Open::free`]). Call without
+    /// the GIL.
+    fn into_sink(self) -> Sink {
+        let Open {
+            writer,
+            sink,
+            scratch,
+        } = self;
+        Open::free(writer, scratch);
+        sink
+    }
+
+    /// Frees the writer and its scratch, then, after a large output, gives the allocator's
+    /// free memory back. Call without the GIL.
+    fn free(writer: IpcWriter, scratch: Vec<u8>) {
+        let bytes = writer.bytes_written();
+        drop((writer, scratch));
+        trim::after_write(bytes as u64);
     }
 }
 
@@ -407,6 +428,14 @@ impl Lifecycle for PyIpcWriter {
         if let Some(mut open) = self.open.close_idle()? {
             let result = open.finish(py);
             self.record(&open.writer);
+            // The sink (which may hold a Python object) goes with the GIL, the rest without.
+            let Open {
+                writer,
+                sink,
+                scratch,
+            } = open;
+            drop(sink);
+            py.detach(move || Open::free(writer, scratch));
             result?;
         }
         Ok(())
@@ -615,7 +644,7 @@ fn write_all<'py>(
         if result.is_err() {
             open.writer.abandon();
         }
-        (result, open.sink)
+        (result, open.into_sink())
     });
     match result {
         Ok(()) => sink.commit(py),

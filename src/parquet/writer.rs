@@ -19,6 +19,7 @@ use crate::parquet::options::{writer_keywords, WriterKeywords};
 use crate::shared_keywords::Writing;
 use crate::sink::{Sink, SinkWriter};
 use zstdpool_core::error::Error;
+use zstdpool_core::memory::trim;
 use zstdpool_core::parquet::{ParquetWriter, WriteOptions};
 
 type Writer = ParquetWriter<SinkWriter>;
@@ -46,10 +47,13 @@ fn write_batches(writer: &mut Writer, input: &mut Imported) -> Result<(), Failur
     Ok(())
 }
 
-/// Writes the footer and hands the sink back to commit. Runs without the GIL.
+/// Writes the footer and hands the sink back to commit; then, the row groups' buffers being
+/// freed, gives the allocator's free memory back after a large file. Runs without the GIL.
 fn finish(writer: &mut Writer) -> Result<Sink, Failure> {
     let sink = writer.finish().map_err(failure)?;
-    sink.into_sink().map_err(|e| failure(Error::Io(e)))
+    let sink = sink.into_sink().map_err(|e| failure(Error::Io(e)))?;
+    trim::after_write(writer.bytes_written() as u64);
+    Ok(sink)
 }
 
 /// A Parquet file writer with pooled zstd compression, for pyarrow tables, batches and

@@ -134,8 +134,9 @@ impl DatasetWriter {
     pub fn finish(&mut self) -> Result<Vec<WrittenFile>> {
         let flushed = self.flush(true);
         let uploaded = self.wait_for_uploads(false);
-        crate::memory::trim::after_write(self.written.iter().map(|f| f.bytes).sum());
         flushed.and(uploaded)?;
+        // Every file's buffers are freed by now: once for the whole dataset, not per file.
+        crate::memory::trim::after_write(self.written.iter().map(|f| f.bytes).sum());
         Ok(self.written.clone())
     }
 

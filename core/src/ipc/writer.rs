@@ -391,8 +391,6 @@ impl IpcWriter {
             Ok(()) => self.written += out.len() - start,
             Err(_) => out.truncate(start),
         }
-        // Each batch's compressed buffers were freed as it was written.
-        crate::memory::trim::after_write(self.written as u64);
         result
     }
 

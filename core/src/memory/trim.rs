@@ -4,12 +4,15 @@
 //! their own, so that later buffers come from those arenas too. A write's encoded pages,
 //! compressed buffers and scratch are freed when it ends, yet stay resident: a process that
 //! wrote a million rows held its peak after the write returned, and grew with each further
-//! write (benchmarks/RESULTS.md#held-after-write). `malloc_trim` returns every arena's free
-//! pages; after a write large enough to have filled them it costs a fraction of a millisecond
-//! of a write that took hundreds.
+//! write (benchmarks/RESULTS.md#held-after-write). `malloc_trim` returns the free pages inside
+//! every arena and the top of the main one (glibc gives back the top of a worker's arena only
+//! itself, past a threshold), which took a few milliseconds at most after writes of hundreds.
+//! The callers are the bindings' single-file writers, once their buffers are freed and without
+//! the GIL, and the dataset writer once for all its files.
 
 /// Bytes written below which a write leaves the allocator as it is: a small write frees little,
-/// and a loop of them would pay for a trim each time.
+/// and a loop of them would pay for a trim each time. Counted in output, which a very
+/// compressible write keeps small whatever it encoded.
 pub const TRIM_FROM: u64 = 4 << 20;
 
 /// After a write of `bytes_written` bytes has freed its buffers: returns the free memory of
