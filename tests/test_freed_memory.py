@@ -46,13 +46,17 @@ pa.default_memory_pool().release_unused()
 libc.malloc_trim(0)
 before = resident()
 output = b""
+# One thread: glibc gives back the top of a worker's arena only itself, so what stays
+# resident after a parallel write grows with the workers (benchmarks/RESULTS.md#held-after-write).
 for i in range(3):
     if kind == "parquet":
-        zstdpool.parquet.write_table(table, f"{out}-{i}")
+        zstdpool.parquet.write_table(table, f"{out}-{i}", threads=1)
     elif kind == "ipc":
-        output = zstdpool.ipc.write_stream(table, level=3)
+        output = zstdpool.ipc.write_stream(table, level=3, threads=1)
     else:
-        zstdpool.dataset.write_dataset(table, f"{out}-{i}", format="parquet", partitioning=["part"])
+        zstdpool.dataset.write_dataset(
+            table, f"{out}-{i}", format="parquet", partitioning=["part"], threads=1
+        )
 gc.collect()
 after = resident()
 libc.malloc_trim(0)
@@ -72,6 +76,7 @@ def is_glibc() -> bool:
 def test_a_large_write_leaves_nothing_for_the_allocator_to_give_back(
     kind: str, tmp_path: Path
 ) -> None:
+    pytest.importorskip("numpy")
     out = tmp_path / "out"
     done = subprocess.run(
         [sys.executable, "-c", CHILD, kind, str(out)],
@@ -83,8 +88,8 @@ def test_a_large_write_leaves_nothing_for_the_allocator_to_give_back(
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     # Each write went through tens of megabytes of buffers (the input is about 40 MB); kept by
-    # the allocator, a trim after them gave back 17-36 MB.
-    assert figures["left_to_trim"] < 8 << 20, figures
+    # the allocator, a trim after them gave back 8-42 MB. After the writes' own, nothing.
+    assert figures["left_to_trim"] < 2 << 20, figures
     # What the process holds besides an output in memory: the pool's contexts and the
     # allocator's slack, below the input.
     assert figures["grew"] < figures["output"] + (32 << 20), figures
