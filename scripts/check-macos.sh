@@ -33,7 +33,9 @@ log() { printf '[check-macos] %s\n' "$*" >&2; }
 # zig's cc and ar for a target, as single executables (what cc-rs takes from CC_<target>).
 # cc-rs adds Apple's -arch and target flags, which zig's driver does not take: they are
 # dropped, and zig's own -target says the same.
-wrappers="$CARGO_TARGET_DIR/zig"
+# Named by zig's version: cc-rs sees only the wrapper's path, and a new zig behind the same
+# path would leave the C objects of the old one in a kept target directory.
+wrappers="$CARGO_TARGET_DIR/zig-$ZIGLANG_VERSION"
 mkdir -p "$wrappers"
 status=0
 for t in "${targets[@]}"; do
