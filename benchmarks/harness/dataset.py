@@ -232,8 +232,8 @@ def dataset_workload(case: DatasetCase) -> Workload:
         group="dataset",
         description=(
             f"Write {case.rows} rows as a Hive dataset of {case.partitions} partitions "
-            f"(iceberg-go's shape), zstd level {LEVEL}, {case.format} files, overwriting the "
-            "a new directory each time. Bytes: the files."
+            f"(iceberg-go's shape), zstd level {LEVEL}, {case.format} files, into a directory "
+            "emptied before each call. Bytes: the files."
         ),
         contenders=tuple(
             Contender(
