@@ -265,9 +265,12 @@ def test_a_completion_and_its_abort_that_fail_are_both_reported(
 
 
 INTERRUPTED_WRITER = r"""
-import json, os, sys, time
+import faulthandler, json, os, signal, sys, time
 import pyarrow as pa
 import zstdpool.dataset as zd
+
+# SIGUSR1 prints every thread's stack: what the test shows if the write does not end.
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 url, opts = sys.argv[1], json.loads(sys.argv[2])
 schema = pa.schema([("b", pa.binary())])
@@ -316,7 +319,16 @@ def test_a_write_interrupted_part_way_leaves_no_upload(
             assert child.poll() is None, child.stderr.read() if child.stderr else ""
             time.sleep(0.05)
         child.send_signal(signal.SIGINT)
-        _, err = child.communicate(timeout=120)
+        try:
+            # Winding down aborts the upload on the server: seconds, more on a loaded machine.
+            _, err = child.communicate(timeout=300)
+        except subprocess.TimeoutExpired as timeout:
+            child.send_signal(signal.SIGUSR1)
+            time.sleep(2)
+            child.kill()
+            _, err = child.communicate()
+            why = f"the interrupted write did not end; its stacks:\n{err[-6000:]}"
+            raise AssertionError(why) from timeout
     finally:
         if child.poll() is None:
             child.kill()
