@@ -21,7 +21,7 @@ pytestmark = pytest.mark.skipif(
 #: grew over the writes, what a further `malloc_trim` would still have given back, and the output's
 #: bytes when they are in memory (the IPC stream, returned as bytes).
 CHILD = r"""
-import ctypes, ctypes.util, gc, json, sys
+import ctypes, ctypes.util, gc, json, sys, time
 import numpy as np
 import pyarrow as pa
 import zstdpool.dataset, zstdpool.ipc, zstdpool.parquet
@@ -48,7 +48,10 @@ before = resident()
 output = b""
 # One thread: glibc gives back the top of a worker's arena only itself, so what stays
 # resident after a parallel write grows with the workers (benchmarks/RESULTS.md#held-after-write).
+# A second apart: a trim follows a large write only when none ran in the last second
+# (core/src/memory/trim.rs, TRIM_EVERY).
 for i in range(3):
+    time.sleep(1.1)
     if kind == "parquet":
         zstdpool.parquet.write_table(table, f"{out}-{i}", threads=1)
     elif kind == "ipc":
