@@ -28,7 +28,8 @@ pub const TRIM_EVERY: Duration = Duration::from_secs(1);
 
 /// After a write of `bytes_written` bytes has freed its buffers: returns the free memory of
 /// every allocator arena to the system if the write was large and no trim has run for
-/// [`TRIM_EVERY`]. Returns whether it trimmed.
+/// [`TRIM_EVERY`]. Returns whether it asked for a trim (where glibc is not the allocator,
+/// asking does nothing).
 pub fn after_write(bytes_written: u64) -> bool {
     bytes_written >= TRIM_FROM && due(Instant::now()) && {
         give_back();
