@@ -280,31 +280,23 @@ def child(case: PeakCase, contender: str) -> dict[str, Any]:
                 timeout=1800,
                 env=child_env(),
             )
-            # Every library the read imports is imported before the measure: the peak is the
-            # read's, not the resident size of a library's code.
-            import pyarrow.dataset  # noqa: F401
-            import zstdpool.dataset  # noqa: F401
-
-            if contender == "polars":
-                import polars  # noqa: F401
             writers = _dataset_readers(directory)
-        else:
-            # As for a read: the libraries a write calls are imported before the measure, so
-            # that their code and import-time allocations are not counted as the write's.
-            import pyarrow.dataset  # noqa: F401
-            import pyarrow.parquet  # noqa: F401
-            import zstdpool.dataset  # noqa: F401
-            import zstdpool.ipc  # noqa: F401
-            import zstdpool.parquet  # noqa: F401
-
-            if contender == "polars":
-                import polars  # noqa: F401
-        if case.kind == "dataset":
+        elif case.kind == "dataset":
             writers = _dataset_writers(directory)
         elif case.kind == "ipc":
             writers = _ipc_writers()
-        elif case.kind != "dataset_read":
+        else:
             writers = _parquet_writers()
+        # Every library a write or read calls is imported before the measure: the peak and the
+        # held set are the call's, not a library's code or its import-time allocations.
+        import pyarrow.dataset  # noqa: F401
+        import pyarrow.parquet  # noqa: F401
+        import zstdpool.dataset  # noqa: F401
+        import zstdpool.ipc  # noqa: F401
+        import zstdpool.parquet  # noqa: F401
+
+        if contender == "polars":
+            import polars  # noqa: F401
         gc.collect()
         _give_back_free_memory()
         with open("/proc/self/clear_refs", "w", encoding="ascii") as f:
